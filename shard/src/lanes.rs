@@ -1,0 +1,568 @@
+//! The lane structure of one shard: pure, no clock, no I/O, no `async`.
+//!
+//! A *lane* holds one key's waiting inputs in (rank, admission) order. It is
+//! *waiting* (partial and not yet due), *ready* (full, due, or the shard is
+//! closing) or *busy* (its batch is in flight). Time is passed in as `now`, a
+//! [`Duration`] since any origin the caller keeps fixed, so every method is a
+//! plain step that a test can drive one at a time against a model.
+//!
+//! What this structure guarantees (numbers are SPEC §1):
+//! - G1: [`Lanes::take`] marks the lane busy in the same call, and a busy lane
+//!   is never taken again before [`Lanes::complete`].
+//! - G2: inputs are kept in ascending rank, ties in admission order, and a
+//!   batch is a prefix of its lane; a late input goes in the next batch at its
+//!   rank among what is waiting then.
+//! - G3: a batch holds the inputs of one lane, and a lane holds one key.
+//! - G5: a lane exists only while it has waiting inputs or is busy; its slot
+//!   is reused afterwards.
+//! - G6: the shard's waiting count and weight never pass their bounds.
+//! - G7: ready lanes are served first come, first served; a lane completed
+//!   with inputs left joins the back of the ready line.
+//! - G8: a partial lane is due `max_batch_delay` after its oldest input *by
+//!   arrival*, whatever that input's rank.
+//!
+//! Deadlines live in a FIFO, not a heap: with one `max_batch_delay`, the due
+//! time of each input (`arrival + delay`) grows with admission order. An entry
+//! is pushed per admitted input (only when the delay is positive) and checked
+//! lazily: it fires a lane only if that lane is waiting and its oldest waiting
+//! input is due. The entry of a lane's oldest waiting input is always still
+//! queued while the lane waits (it cannot have fired, or the lane would be
+//! ready), so no lane misses its deadline. Entries live at most one delay.
+
+use std::collections::VecDeque;
+use std::hash::Hash;
+use std::time::Duration;
+
+use hashbrown::HashTable;
+
+use crate::config::LanesConfig;
+use crate::key_hash::key_hash;
+use crate::refused::{Refusal, Refused};
+
+/// Names one lifetime of one lane: the handle [`Lanes::complete`] takes.
+///
+/// A slot is reused once its lane is removed; the epoch tells the lifetimes
+/// apart, so a stale id can never complete somebody else's batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaneId {
+    slot: u32,
+    epoch: u32,
+}
+
+/// Where a lane stands (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneState {
+    /// Partial and not yet due: it waits for more inputs or its deadline.
+    Waiting,
+    /// Full, due, or the shard is closing: in the ready line for a slot.
+    Ready,
+    /// Its batch is in flight. New inputs still join it; it is not taken
+    /// again until that batch completes.
+    Busy,
+}
+
+/// One key's batch, taken from the front of its lane.
+#[derive(Debug)]
+pub struct Batch<K, T> {
+    /// The lane it came from: hand it back to [`Lanes::complete`].
+    pub lane: LaneId,
+    /// The key every input of the batch belongs to (G3).
+    pub key: K,
+    /// At least one input, at most `max_batch_size`, in (rank, admission)
+    /// order.
+    pub items: Vec<T>,
+    /// The batch's total weight: at most `max_batch_weight` unless it is a
+    /// single input.
+    pub weight: u64,
+}
+
+/// An admitted input waiting in its lane.
+#[derive(Debug)]
+struct Waiting<T> {
+    rank: i64,
+    arrival_ns: u64,
+    weight: u64,
+    item: T,
+}
+
+#[derive(Debug)]
+struct Lane<K, T> {
+    /// `None` while the slot is free.
+    key: Option<K>,
+    /// The key's hash, as given at admission (the index re-hashes by it).
+    hash: u64,
+    epoch: u32,
+    state: LaneState,
+    inputs: VecDeque<Waiting<T>>,
+    weight_waiting: u64,
+    /// Arrival of the oldest waiting input; meaningless while `inputs` is
+    /// empty.
+    oldest_arrival_ns: u64,
+    /// Every input was appended at the back, so `inputs` is also in arrival
+    /// order and the oldest is the front. Always true with `Order::arrival`.
+    arrival_sorted: bool,
+}
+
+impl<K, T> Lane<K, T> {
+    fn free() -> Self {
+        Self {
+            key: None,
+            hash: 0,
+            epoch: 0,
+            state: LaneState::Waiting,
+            inputs: VecDeque::new(),
+            weight_waiting: 0,
+            oldest_arrival_ns: 0,
+            arrival_sorted: true,
+        }
+    }
+
+    fn id(&self, slot: u32) -> LaneId {
+        LaneId {
+            slot,
+            epoch: self.epoch,
+        }
+    }
+
+    fn is_full(&self, config: &LanesConfig) -> bool {
+        self.inputs.len() >= config.max_batch_size
+            || self.weight_waiting >= config.max_batch_weight
+    }
+
+    fn recompute_oldest_arrival(&mut self) {
+        self.oldest_arrival_ns = if self.arrival_sorted {
+            self.inputs.front().map_or(0, |w| w.arrival_ns)
+        } else {
+            self.inputs.iter().map(|w| w.arrival_ns).min().unwrap_or(0)
+        };
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Deadline {
+    due_ns: u64,
+    lane: LaneId,
+}
+
+/// A retained lane buffer larger than this many inputs is released when its
+/// lane is removed, so one burst on one key does not pin memory forever (G5).
+const LANE_CAPACITY_KEPT_MAX: usize = 256;
+
+/// All lanes of one shard. `K` is the key; `T` is whatever the caller keeps
+/// per input (the engine keeps the input and its reply handle).
+///
+/// ```
+/// use ferry_shard::{Lanes, LanesConfig, Refused};
+/// use std::time::Duration;
+///
+/// let mut lanes = Lanes::new(LanesConfig { max_batch_size: 2, ..LanesConfig::default() });
+/// let now = Duration::ZERO;
+/// lanes.admit("a", 1, 0, 1, now).unwrap();
+/// lanes.admit("a", 2, 0, 1, now).unwrap();
+/// lanes.admit("a", 3, 0, 1, now).unwrap();
+///
+/// // One batch per key at a time, from the front of the lane.
+/// let batch = lanes.take(now).unwrap();
+/// assert_eq!((batch.key, batch.items.as_slice()), ("a", &[1, 2][..]));
+/// assert!(lanes.take(now).is_none(), "the lane is busy");
+///
+/// // Completing it puts the rest back in line.
+/// lanes.complete(batch.lane, now);
+/// assert_eq!(lanes.take(now).unwrap().items, vec![3]);
+///
+/// lanes.close();
+/// assert_eq!(lanes.admit("b", 4, 0, 1, now).unwrap_err().reason, Refused::Closed);
+/// ```
+#[derive(Debug)]
+pub struct Lanes<K, T> {
+    config: LanesConfig,
+    delay_ns: u64,
+    slots: Vec<Lane<K, T>>,
+    slots_free: Vec<u32>,
+    /// Slot of each live lane, found by the key's hash.
+    index: HashTable<u32>,
+    /// Ready lanes, first come first served (G7). Holds exactly the lanes in
+    /// state `Ready`.
+    ready: VecDeque<u32>,
+    deadlines: VecDeque<Deadline>,
+    lanes_live: usize,
+    lanes_busy: usize,
+    waiting: usize,
+    waiting_weight: u64,
+    closed: bool,
+}
+
+impl<K, T> Lanes<K, T>
+where
+    K: Hash + Eq + Clone,
+{
+    /// An empty, open structure.
+    ///
+    /// # Panics
+    /// If `config` breaks a rule of [`LanesConfig::validate`]; builders
+    /// validate first and return the error instead.
+    pub fn new(config: LanesConfig) -> Self {
+        if let Err(err) = config.validate() {
+            panic!("{err}");
+        }
+        Self {
+            delay_ns: config.max_batch_delay_ns(),
+            config,
+            slots: Vec::new(),
+            slots_free: Vec::new(),
+            index: HashTable::new(),
+            ready: VecDeque::new(),
+            deadlines: VecDeque::new(),
+            lanes_live: 0,
+            lanes_busy: 0,
+            waiting: 0,
+            waiting_weight: 0,
+            closed: false,
+        }
+    }
+
+    /// The bounds this structure keeps.
+    pub fn config(&self) -> &LanesConfig {
+        &self.config
+    }
+
+    /// Admits `item` for `key` with its precomputed `rank` and `weight`,
+    /// arriving at `now`; hashes the key with [`key_hash`].
+    pub fn admit(
+        &mut self,
+        key: K,
+        item: T,
+        rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refusal<T>> {
+        let hash = key_hash(&key);
+        self.admit_hashed(hash, key, item, rank, weight, now)
+    }
+
+    /// Like [`admit`](Self::admit), with the key's hash already computed
+    /// (the engine hashes once, on the caller's thread). `hash` must be the
+    /// same for equal keys.
+    ///
+    /// Refuses, handing `item` back: `Closed` after [`close`](Self::close);
+    /// `TooHeavy` if `weight > max_batch_weight`; `Full` if admitting would
+    /// pass `max_queueing` or `max_queued_weight`.
+    pub fn admit_hashed(
+        &mut self,
+        hash: u64,
+        key: K,
+        item: T,
+        rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refusal<T>> {
+        if let Some(reason) = self.refusal(weight) {
+            return Err(Refusal { item, reason });
+        }
+        let now_ns = nanos(now);
+        let slot = self.lane_for(hash, key);
+        let delay_ns = self.delay_ns;
+        let lane = &mut self.slots[slot as usize];
+
+        // G2: after every input of rank <= this one, so ties keep admission
+        // order. The common case (arrival order) appends at the back.
+        let waiting = Waiting {
+            rank,
+            arrival_ns: now_ns,
+            weight,
+            item,
+        };
+        match lane.inputs.back() {
+            Some(last) if last.rank > rank => {
+                let at = lane.inputs.partition_point(|w| w.rank <= rank);
+                lane.inputs.insert(at, waiting);
+                lane.arrival_sorted = false;
+            }
+            _ => lane.inputs.push_back(waiting),
+        }
+        if lane.inputs.len() == 1 {
+            lane.oldest_arrival_ns = now_ns;
+        }
+        lane.weight_waiting += weight;
+        self.waiting += 1;
+        self.waiting_weight += weight;
+
+        // Every input gets a deadline entry while there is a delay: whatever
+        // the lane's state now, this input may later be the oldest of a
+        // waiting lane (left over after a take), and that entry must exist.
+        if delay_ns > 0 {
+            self.deadlines.push_back(Deadline {
+                due_ns: now_ns.saturating_add(delay_ns),
+                lane: lane.id(slot),
+            });
+        }
+        if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
+            lane.state = LaneState::Ready;
+            self.ready.push_back(slot);
+        }
+        debug_assert!(self.waiting <= self.config.max_queueing);
+        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
+        Ok(())
+    }
+
+    fn refusal(&self, weight: u64) -> Option<Refused> {
+        if self.closed {
+            Some(Refused::Closed)
+        } else if weight > self.config.max_batch_weight {
+            Some(Refused::TooHeavy)
+        } else if self.waiting >= self.config.max_queueing
+            || self
+                .waiting_weight
+                .checked_add(weight)
+                .is_none_or(|w| w > self.config.max_queued_weight)
+        {
+            Some(Refused::Full)
+        } else {
+            None
+        }
+    }
+
+    /// The slot of `key`'s lane, created (waiting, empty) if it has none.
+    fn lane_for(&mut self, hash: u64, key: K) -> u32 {
+        let slots = &self.slots;
+        if let Some(&slot) = self.index.find(hash, |&s| {
+            let lane = &slots[s as usize];
+            lane.hash == hash && lane.key.as_ref() == Some(&key)
+        }) {
+            return slot;
+        }
+        let slot = match self.slots_free.pop() {
+            Some(slot) => slot,
+            None => {
+                let slot = u32::try_from(self.slots.len()).expect("more than 2^32 lanes");
+                self.slots.push(Lane::free());
+                slot
+            }
+        };
+        let lane = &mut self.slots[slot as usize];
+        debug_assert!(lane.key.is_none() && lane.inputs.is_empty());
+        lane.key = Some(key);
+        lane.hash = hash;
+        lane.state = LaneState::Waiting;
+        lane.arrival_sorted = true;
+        lane.weight_waiting = 0;
+        let slots = &self.slots;
+        self.index
+            .insert_unique(hash, slot, |&s| slots[s as usize].hash);
+        self.lanes_live += 1;
+        slot
+    }
+
+    /// Takes the next ready lane's batch, first come first served, and marks
+    /// the lane busy in the same step (G1). Lanes whose deadline has passed
+    /// by `now` become ready first. `None` if no lane is ready.
+    pub fn take(&mut self, now: Duration) -> Option<Batch<K, T>> {
+        self.promote_due(nanos(now));
+        let slot = self.ready.pop_front()?;
+        let lane = &mut self.slots[slot as usize];
+        assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
+
+        let mut count = 0;
+        let mut weight = 0_u64;
+        for w in lane.inputs.iter() {
+            let fits_weight = count == 0 || weight + w.weight <= self.config.max_batch_weight;
+            if count == self.config.max_batch_size || !fits_weight {
+                break;
+            }
+            count += 1;
+            weight += w.weight;
+        }
+        let items: Vec<T> = lane.inputs.drain(..count).map(|w| w.item).collect();
+        lane.weight_waiting -= weight;
+        if !lane.inputs.is_empty() {
+            lane.recompute_oldest_arrival();
+        }
+        if lane.inputs.is_empty() {
+            lane.arrival_sorted = true;
+        }
+        lane.state = LaneState::Busy;
+        self.lanes_busy += 1;
+        self.waiting -= count;
+        self.waiting_weight -= weight;
+
+        debug_assert!(count >= 1 && count <= self.config.max_batch_size);
+        debug_assert!(count == 1 || weight <= self.config.max_batch_weight);
+        Some(Batch {
+            lane: lane.id(slot),
+            key: lane.key.clone().expect("a ready lane has a key"),
+            items,
+            weight,
+        })
+    }
+
+    fn promote_due(&mut self, now_ns: u64) {
+        while let Some(deadline) = self.deadlines.front().copied() {
+            if deadline.due_ns > now_ns {
+                break;
+            }
+            self.deadlines.pop_front();
+            let delay_ns = self.delay_ns;
+            let lane = &mut self.slots[deadline.lane.slot as usize];
+            let waits_and_is_due = lane.epoch == deadline.lane.epoch
+                && lane.state == LaneState::Waiting
+                && !lane.inputs.is_empty()
+                && lane.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
+            if waits_and_is_due {
+                lane.state = LaneState::Ready;
+                self.ready.push_back(deadline.lane.slot);
+            }
+        }
+    }
+
+    /// Releases the busy lane `lane` whose batch finished (whether it
+    /// succeeded or not): it joins the back of the ready line if it is ready,
+    /// waits for its deadline (from its oldest remaining input by arrival) if
+    /// partial, and is removed if empty (G5, G7, G8).
+    ///
+    /// # Panics
+    /// If `lane` is not a busy lane of this structure: completing a batch
+    /// twice would break G1.
+    pub fn complete(&mut self, lane: LaneId, now: Duration) {
+        let now_ns = nanos(now);
+        let slot = lane.slot;
+        let delay_ns = self.delay_ns;
+        let closed = self.closed;
+        let entry = &mut self.slots[slot as usize];
+        assert!(
+            entry.epoch == lane.epoch && entry.state == LaneState::Busy,
+            "complete() of a lane that is not busy: {lane:?}"
+        );
+        self.lanes_busy -= 1;
+        if entry.inputs.is_empty() {
+            self.remove(slot);
+            return;
+        }
+        let due = entry.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
+        if closed || delay_ns == 0 || due || entry.is_full(&self.config) {
+            entry.state = LaneState::Ready;
+            self.ready.push_back(slot);
+        } else {
+            // Its oldest input's deadline entry is still queued (see the
+            // module docs), so it will fire.
+            entry.state = LaneState::Waiting;
+        }
+    }
+
+    fn remove(&mut self, slot: u32) {
+        let lane = &mut self.slots[slot as usize];
+        debug_assert!(lane.inputs.is_empty() && lane.weight_waiting == 0);
+        let hash = lane.hash;
+        lane.key = None;
+        lane.epoch = lane.epoch.wrapping_add(1);
+        lane.state = LaneState::Waiting;
+        if lane.inputs.capacity() > LANE_CAPACITY_KEPT_MAX {
+            lane.inputs = VecDeque::new();
+        }
+        match self.index.find_entry(hash, |&s| s == slot) {
+            Ok(found) => {
+                found.remove();
+            }
+            Err(_) => unreachable!("a live lane is always indexed"),
+        }
+        self.slots_free.push(slot);
+        self.lanes_live -= 1;
+        if self.lanes_live == 0 {
+            // Quiet: nothing can be due, so stale deadlines go at once.
+            self.deadlines.clear();
+        }
+    }
+
+    /// Closes the structure (SPEC G9): nothing new is admitted, and every
+    /// waiting lane is ready at once, its delay ignored. Idempotent.
+    pub fn close(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        self.deadlines.clear();
+        for (slot, lane) in self.slots.iter_mut().enumerate() {
+            if lane.key.is_some() && lane.state == LaneState::Waiting && !lane.inputs.is_empty() {
+                lane.state = LaneState::Ready;
+                self.ready.push_back(slot as u32);
+            }
+        }
+    }
+
+    /// The earliest time at which a waiting lane becomes due, if any. Stale
+    /// deadline entries at the front are dropped on the way.
+    pub fn next_deadline(&mut self) -> Option<Duration> {
+        while let Some(deadline) = self.deadlines.front() {
+            let lane = &self.slots[deadline.lane.slot as usize];
+            let live = lane.epoch == deadline.lane.epoch
+                && lane.state == LaneState::Waiting
+                && !lane.inputs.is_empty()
+                && lane.oldest_arrival_ns.saturating_add(self.delay_ns) <= deadline.due_ns;
+            if live {
+                return Some(Duration::from_nanos(deadline.due_ns));
+            }
+            self.deadlines.pop_front();
+        }
+        None
+    }
+
+    /// Whether a lane is ready to be taken now (deadlines are only promoted
+    /// by [`take`](Self::take), so a due lane may not count yet).
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The state of `key`'s lane, or `None` if it has no lane.
+    pub fn lane_state(&self, key: &K) -> Option<LaneState> {
+        let hash = key_hash(key);
+        self.index
+            .find(hash, |&s| self.slots[s as usize].key.as_ref() == Some(key))
+            .map(|&s| self.slots[s as usize].state)
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Lanes that exist (waiting inputs or a batch in flight).
+    pub fn lanes(&self) -> usize {
+        self.lanes_live
+    }
+
+    /// Inputs admitted and not yet taken.
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Total weight of the waiting inputs.
+    pub fn waiting_weight(&self) -> u64 {
+        self.waiting_weight
+    }
+
+    /// Lanes whose batch is in flight.
+    pub fn busy(&self) -> usize {
+        self.lanes_busy
+    }
+
+    /// Lanes in the ready line.
+    pub fn ready(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Lane slots allocated, live or free: the high-water mark of lanes alive
+    /// at once. It does not grow with the number of keys ever seen (G5).
+    pub fn slots_allocated(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Deadline entries queued (at most the inputs admitted within one
+    /// `max_batch_delay`).
+    pub fn deadlines_queued(&self) -> usize {
+        self.deadlines.len()
+    }
+}
+
+/// Nanoseconds of `time`, saturating (584 years fit).
+fn nanos(time: Duration) -> u64 {
+    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
+}

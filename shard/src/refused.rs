@@ -1,0 +1,48 @@
+//! Why an input was not admitted, and the input itself handed back (SPEC G4,
+//! G6, G9): a refusal never swallows what the caller gave.
+
+use std::fmt;
+
+/// The reason an input was refused. It was never admitted, so nothing about
+/// it reached a batch or the store.
+///
+/// ```
+/// use ferry_shard::Refused;
+///
+/// assert_eq!(
+///     Refused::Full.to_string(),
+///     "the shard is full (max_queueing, max_queued_weight or its intake queue is at its bound)"
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refused {
+    /// The shard's waiting inputs (count or weight) or its intake queue are
+    /// at their bound; try again later or shed load.
+    Full,
+    /// The input alone weighs more than `max_batch_weight`, so no batch
+    /// could ever carry it.
+    TooHeavy,
+    /// The engine is closed (or closing) and admits nothing new.
+    Closed,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refused::Full => {
+                "the shard is full (max_queueing, max_queued_weight or its intake queue is at its bound)"
+            }
+            Refused::TooHeavy => "the input weighs more than max_batch_weight",
+            Refused::Closed => "the engine is closed",
+        })
+    }
+}
+
+/// A refused input, handed back with the reason.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal<T> {
+    /// What the caller gave, untouched.
+    pub item: T,
+    /// Why it was not admitted.
+    pub reason: Refused,
+}
