@@ -1,0 +1,330 @@
+//! The engine's builder: every setting of SPEC §3, validated at
+//! [`start`](Builder::start) into a [`ConfigError`] that names the field and
+//! the rule.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_shard::{BatchFn, ConfigError, LanesConfig, Order, ShardId};
+
+use crate::engine::Engine;
+
+/// Weighs an input (default: 1 per input).
+pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
+
+/// Default `max_in_flight_batches`.
+pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
+
+/// Default intake queue capacity per shard (never above `max_queueing`).
+pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
+
+/// Why an engine did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// A setting broke its rule.
+    Config(ConfigError),
+    /// A shard thread could not be started (the OS or io_uring refused).
+    Spawn {
+        /// The shard that failed.
+        shard: ShardId,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::Config(err) => err.fmt(f),
+            StartError::Spawn { shard, source } => {
+                write!(f, "could not start {shard}: {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Config(err) => Some(err),
+            StartError::Spawn { source, .. } => Some(source),
+        }
+    }
+}
+
+impl From<ConfigError> for StartError {
+    fn from(err: ConfigError) -> Self {
+        StartError::Config(err)
+    }
+}
+
+/// Configures and starts an [`Engine`]. Get one from [`Engine::builder`].
+///
+/// ```
+/// use ferry::{Engine, Order};
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// struct Event { at: i64, body: String }
+///
+/// let engine: Engine<u64, Event, usize, String> = Engine::builder()
+///     .shards(1)
+///     .pin(false)
+///     .max_batch_size(32)
+///     .max_batch_delay(Duration::from_micros(200))
+///     .order(Order::by(|e: &Event| e.at))
+///     .weigh(|e: &Event| e.body.len() as u64 + 1)
+///     .max_queued_weight(64 << 20)
+///     .start(|_shard| {
+///         |_key: u64, events: Vec<Event>| async move {
+///             Ok::<_, String>(events.iter().map(|e| e.body.len()).collect())
+///         }
+///     })
+///     .unwrap();
+///
+/// let len = engine.submit_blocking(7, Event { at: 1, body: "hello".into() }).unwrap();
+/// assert_eq!(len, 5);
+/// ```
+pub struct Builder<K, I, O, E> {
+    shards: Option<usize>,
+    cpus: Option<Vec<usize>>,
+    pin: bool,
+    lanes: LanesConfig,
+    max_in_flight_batches: usize,
+    intake_capacity: Option<usize>,
+    spin_before_park: Duration,
+    order: Order<I>,
+    weigh: Option<Weigh<I>>,
+    _types: PhantomData<fn(K) -> (O, E)>,
+}
+
+impl<K, I, O, E> Default for Builder<K, I, O, E> {
+    fn default() -> Self {
+        Self {
+            shards: None,
+            cpus: None,
+            pin: true,
+            lanes: LanesConfig::default(),
+            max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
+            intake_capacity: None,
+            spin_before_park: Duration::ZERO,
+            order: Order::arrival(),
+            weigh: None,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<K, I, O, E> fmt::Debug for Builder<K, I, O, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("shards", &self.shards)
+            .field("cpus", &self.cpus)
+            .field("pin", &self.pin)
+            .field("lanes", &self.lanes)
+            .field("max_in_flight_batches", &self.max_in_flight_batches)
+            .field("intake_capacity", &self.intake_capacity)
+            .field("order", &self.order)
+            .field("weigh", &self.weigh.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+impl<K, I, O, E> Builder<K, I, O, E>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// Number of shards (threads), at least 1. Default: the CPUs this
+    /// process may use. More shards than usable CPUs needs `pin(false)`.
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards);
+        self
+    }
+
+    /// The CPU each shard is pinned to, one per shard (default `0..shards`).
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
+    }
+
+    /// Whether shards are pinned to their CPUs (default `true`).
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+
+    /// Inputs per batch at most (default 64, at least 1).
+    pub fn max_batch_size(mut self, size: usize) -> Self {
+        self.lanes.max_batch_size = size;
+        self
+    }
+
+    /// Weight per batch at most (default unbounded, at least 1). A batch
+    /// always carries at least one input; a heavier input is refused
+    /// `TooHeavy`.
+    pub fn max_batch_weight(mut self, weight: u64) -> Self {
+        self.lanes.max_batch_weight = weight;
+        self
+    }
+
+    /// How long a partial batch waits for more, from its oldest input by
+    /// arrival (default 0: send at once).
+    pub fn max_batch_delay(mut self, delay: Duration) -> Self {
+        self.lanes.max_batch_delay = delay;
+        self
+    }
+
+    /// Batches in flight at once per shard, shared by its keys (default 64,
+    /// at least 1).
+    pub fn max_in_flight_batches(mut self, slots: usize) -> Self {
+        self.max_in_flight_batches = slots;
+        self
+    }
+
+    /// Waiting inputs per shard at most (default 1,000,000, at least 1).
+    pub fn max_queueing(mut self, inputs: usize) -> Self {
+        self.lanes.max_queueing = inputs;
+        self
+    }
+
+    /// Total weight of waiting inputs per shard at most (default unbounded,
+    /// at least 1).
+    pub fn max_queued_weight(mut self, weight: u64) -> Self {
+        self.lanes.max_queued_weight = weight;
+        self
+    }
+
+    /// The order of a key's waiting inputs (default [`Order::arrival`]).
+    pub fn order(mut self, order: Order<I>) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// How much an input weighs (default 1). Called on the caller's thread.
+    pub fn weigh(mut self, weigh: impl Fn(&I) -> u64 + Send + Sync + 'static) -> Self {
+        self.weigh = Some(Arc::new(weigh));
+        self
+    }
+
+    /// Capacity of each shard's intake queue (default 65,536, never more
+    /// than `max_queueing`; at least 1). A full intake refuses with
+    /// `Refused::Full`.
+    pub fn intake_capacity(mut self, inputs: usize) -> Self {
+        self.intake_capacity = Some(inputs);
+        self
+    }
+
+    /// Let an idle shard busy-poll this long before it parks (default 0):
+    /// lower wake-up latency for more CPU.
+    pub fn spin_before_park(mut self, spin: Duration) -> Self {
+        self.spin_before_park = spin;
+        self
+    }
+
+    /// Validates the settings and starts the shards. `factory` is called once
+    /// on each shard's own thread; the batch function it returns serves that
+    /// shard and need not be `Send`.
+    pub fn start<F, B>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
+    where
+        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        B: BatchFn<K, I, O, E> + 'static,
+    {
+        let plan = self.plan()?;
+        Engine::start(plan, factory)
+    }
+
+    fn plan(self) -> Result<Plan<I>, ConfigError> {
+        self.lanes.validate()?;
+        if self.max_in_flight_batches == 0 {
+            return Err(ConfigError::new(
+                "max_in_flight_batches",
+                "must be at least 1",
+                0,
+            ));
+        }
+        let usable = usable_cpus();
+        let shards = self.shards.unwrap_or(usable.len().max(1));
+        if shards == 0 {
+            return Err(ConfigError::new("shards", "must be at least 1", 0));
+        }
+        let cpus = if self.pin {
+            let cpus = match self.cpus {
+                Some(cpus) => cpus,
+                None => {
+                    if shards > usable.len() {
+                        return Err(ConfigError::new(
+                            "shards",
+                            "must not exceed the usable CPUs unless pin(false) is set",
+                            format!("{shards}, usable CPUs: {}", usable.len()),
+                        ));
+                    }
+                    usable[..shards].to_vec()
+                }
+            };
+            if cpus.len() != shards {
+                return Err(ConfigError::new(
+                    "cpus",
+                    "must name exactly one CPU per shard",
+                    format!("{} CPUs for {shards} shards", cpus.len()),
+                ));
+            }
+            if let Some(cpu) = cpus.iter().find(|cpu| !usable.contains(cpu)) {
+                return Err(ConfigError::new(
+                    "cpus",
+                    "must only name CPUs this process may use",
+                    format!("CPU {cpu}, usable: {usable:?}"),
+                ));
+            }
+            cpus.into_iter().map(Some).collect()
+        } else {
+            vec![None; shards]
+        };
+        let intake_capacity = match self.intake_capacity {
+            Some(0) => return Err(ConfigError::new("intake_capacity", "must be at least 1", 0)),
+            Some(capacity) => capacity,
+            None => DEFAULT_INTAKE_CAPACITY,
+        }
+        .min(self.lanes.max_queueing);
+        Ok(Plan {
+            cpus,
+            lanes: self.lanes,
+            max_in_flight_batches: self.max_in_flight_batches,
+            intake_capacity,
+            spin_before_park: self.spin_before_park,
+            order: self.order,
+            weigh: self.weigh,
+        })
+    }
+}
+
+/// Validated settings.
+pub(crate) struct Plan<I> {
+    /// One entry per shard: its CPU, if pinned.
+    pub cpus: Vec<Option<usize>>,
+    pub lanes: LanesConfig,
+    pub max_in_flight_batches: usize,
+    pub intake_capacity: usize,
+    pub spin_before_park: Duration,
+    pub order: Order<I>,
+    pub weigh: Option<Weigh<I>>,
+}
+
+/// The CPUs this process may run on, in ascending order.
+fn usable_cpus() -> Vec<usize> {
+    match glommio::CpuSet::online() {
+        Ok(set) => {
+            let mut cpus: Vec<usize> = set.into_iter().map(|location| location.cpu).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            let allowed = std::thread::available_parallelism().map_or(cpus.len(), |n| n.get());
+            cpus.truncate(allowed.max(1));
+            cpus
+        }
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}

@@ -1,0 +1,233 @@
+//! The decisions of one shard, driven by events and free of any runtime.
+//!
+//! [`ShardCore`] owns the shard's [`Lanes`] and its slots, and answers
+//! callers. It reacts to three events — an input arrived
+//! ([`admit`](ShardCore::admit)), a batch finished
+//! ([`complete`](ShardCore::complete)), time passed (the `now` given to
+//! [`dispatch`](ShardCore::dispatch)) — plus [`close`](ShardCore::close). The
+//! glommio loop in `runtime.rs` is a thin driver around it, and a test can
+//! drive the very same logic with a simulated clock and batch function.
+//!
+//! Invariant: every admitted input's reply is used exactly once — by
+//! `complete` for the batch that carried it — and every refused input's reply
+//! carries the input back at once (G4).
+//! Invariant: `in_flight <= max_in_flight_batches` (slots).
+
+use std::time::Duration;
+
+use futures::channel::oneshot;
+
+use crate::config::LanesConfig;
+use crate::error::FerryError;
+use crate::lanes::{LaneId, Lanes};
+use crate::stats::ShardStats;
+
+/// What a caller finally receives.
+pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
+
+/// The caller's end of an input's answer.
+pub type Reply<I, O, E> = oneshot::Sender<Outcome<I, O, E>>;
+
+/// An input on its way into a shard, with everything computed on the
+/// caller's thread.
+#[derive(Debug)]
+pub struct Submission<K, I, O, E> {
+    /// `key_hash(&key)`.
+    pub hash: u64,
+    /// The input's key.
+    pub key: K,
+    /// The input.
+    pub input: I,
+    /// Its rank under the configured order.
+    pub rank: i64,
+    /// Its weight under the configured weigher.
+    pub weight: u64,
+    /// Where its outcome goes.
+    pub reply: Reply<I, O, E>,
+}
+
+/// A batch ready to be handed to the batch function.
+#[derive(Debug)]
+pub struct Dispatch<K, I, O, E> {
+    /// Hand back to [`ShardCore::complete`].
+    pub lane: LaneId,
+    /// The batch's key.
+    pub key: K,
+    /// Its inputs in rank order.
+    pub inputs: Vec<I>,
+    /// One reply per input, in the same order; hand back to `complete`.
+    pub replies: Vec<Reply<I, O, E>>,
+}
+
+/// How a batch ended.
+#[derive(Debug)]
+pub enum BatchOutcome<O, E> {
+    /// The batch function returned.
+    Returned(Result<Vec<O>, E>),
+    /// The batch function panicked.
+    Panicked,
+}
+
+/// The shard's state machine. See the module docs.
+#[derive(Debug)]
+pub struct ShardCore<K, I, O, E> {
+    lanes: Lanes<K, (I, Reply<I, O, E>)>,
+    max_in_flight: usize,
+    in_flight: usize,
+    stats: ShardStats,
+}
+
+impl<K, I, O, E> ShardCore<K, I, O, E>
+where
+    K: std::hash::Hash + Eq + Clone,
+    E: Clone,
+{
+    /// A core with `lanes` bounds and `max_in_flight` slots (at least 1).
+    pub fn new(lanes: LanesConfig, max_in_flight: usize) -> Self {
+        assert!(max_in_flight >= 1, "max_in_flight_batches must be at least 1");
+        Self {
+            lanes: Lanes::new(lanes),
+            max_in_flight,
+            in_flight: 0,
+            stats: ShardStats::default(),
+        }
+    }
+
+    /// An input arrived: admit it into its lane, or answer its caller at
+    /// once with the input handed back.
+    pub fn admit(&mut self, submission: Submission<K, I, O, E>, now: Duration) {
+        let Submission {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+            reply,
+        } = submission;
+        match self
+            .lanes
+            .admit_hashed(hash, key, (input, reply), rank, weight, now)
+        {
+            Ok(()) => self.stats.admitted += 1,
+            Err(refusal) => {
+                self.stats.refused += 1;
+                let (input, reply) = refusal.item;
+                // A caller that stopped waiting has nothing to be told.
+                let _ = reply.send(Err(FerryError::Refused {
+                    input,
+                    reason: refusal.reason,
+                }));
+            }
+        }
+    }
+
+    /// Refuses an input without looking at the lanes (used for what is found
+    /// in the intake after close).
+    pub fn refuse(&mut self, submission: Submission<K, I, O, E>, reason: crate::Refused) {
+        self.stats.refused += 1;
+        let _ = submission.reply.send(Err(FerryError::Refused {
+            input: submission.input,
+            reason,
+        }));
+    }
+
+    /// The next batch to start, if a slot is free and a lane is ready at
+    /// `now`. Its lane is busy until [`complete`](Self::complete).
+    pub fn dispatch(&mut self, now: Duration) -> Option<Dispatch<K, I, O, E>> {
+        if self.in_flight >= self.max_in_flight {
+            return None;
+        }
+        let batch = self.lanes.take(now)?;
+        self.in_flight += 1;
+        self.stats.batches += 1;
+        self.stats.sent += batch.items.len() as u64;
+        let (inputs, replies) = batch.items.into_iter().unzip();
+        debug_assert!(self.in_flight <= self.max_in_flight);
+        Some(Dispatch {
+            lane: batch.lane,
+            key: batch.key,
+            inputs,
+            replies,
+        })
+    }
+
+    /// A batch finished: answer each of its callers exactly once and release
+    /// its lane and slot (G4, G10).
+    pub fn complete(
+        &mut self,
+        lane: LaneId,
+        replies: Vec<Reply<I, O, E>>,
+        outcome: BatchOutcome<O, E>,
+        now: Duration,
+    ) {
+        let expected = replies.len();
+        self.stats.answered += expected as u64;
+        match outcome {
+            BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
+                for (reply, output) in replies.into_iter().zip(outputs) {
+                    let _ = reply.send(Ok(output));
+                }
+            }
+            BatchOutcome::Returned(Ok(outputs)) => {
+                let got = outputs.len();
+                answer_all(replies, || FerryError::WrongOutputCount { expected, got });
+            }
+            BatchOutcome::Returned(Err(err)) => {
+                answer_all(replies, || FerryError::Failed(err.clone()));
+            }
+            BatchOutcome::Panicked => answer_all(replies, || FerryError::Panicked),
+        }
+        self.lanes.complete(lane, now);
+        self.in_flight -= 1;
+    }
+
+    /// Admits nothing more; everything waiting becomes ready (G9).
+    pub fn close(&mut self) {
+        self.lanes.close();
+    }
+
+    /// When a waiting lane becomes due, if any.
+    pub fn next_deadline(&mut self) -> Option<Duration> {
+        self.lanes.next_deadline()
+    }
+
+    /// Whether a slot is free and a lane is ready (deadlines aside).
+    pub fn can_dispatch(&self) -> bool {
+        self.in_flight < self.max_in_flight && self.lanes.has_ready()
+    }
+
+    /// No lane and no batch in flight.
+    pub fn is_quiet(&self) -> bool {
+        self.lanes.lanes() == 0 && self.in_flight == 0
+    }
+
+    /// Batches in flight.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The lanes (read only), for gauges and tests.
+    pub fn lanes(&self) -> &Lanes<K, (I, Reply<I, O, E>)> {
+        &self.lanes
+    }
+
+    /// Current gauges and counters (`intake` left at 0).
+    pub fn stats(&self) -> ShardStats {
+        ShardStats {
+            lanes: self.lanes.lanes() as u64,
+            waiting: self.lanes.waiting() as u64,
+            waiting_weight: self.lanes.waiting_weight(),
+            in_flight: self.in_flight as u64,
+            ..self.stats
+        }
+    }
+}
+
+fn answer_all<I, O, E>(
+    replies: Vec<Reply<I, O, E>>,
+    mut error: impl FnMut() -> FerryError<I, E>,
+) {
+    for reply in replies {
+        let _ = reply.send(Err(error()));
+    }
+}

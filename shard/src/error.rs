@@ -1,0 +1,117 @@
+//! What a caller gets instead of an output (SPEC §4, G4, G10).
+//!
+//! Every submitted input ends in exactly one outcome: its output or one of
+//! these. A refused input was never admitted and comes back inside the error;
+//! the other variants concern an input that was admitted, and say what
+//! happened to its batch.
+
+use std::fmt;
+
+pub use crate::refused::Refused;
+
+/// The error side of a submit's outcome.
+///
+/// ```
+/// use ferry_shard::{FerryError, Refused};
+///
+/// let err: FerryError<&str, String> = FerryError::Refused { input: "x", reason: Refused::Full };
+/// match err {
+///     FerryError::Refused { input, reason: Refused::Full } => assert_eq!(input, "x"),
+///     other => panic!("unexpected {other}"),
+/// }
+///
+/// let failed: FerryError<(), String> = FerryError::Failed("store unavailable".into());
+/// assert_eq!(failed.to_string(), "the batch function failed: store unavailable");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub enum FerryError<I, E> {
+    /// Never admitted; `input` is what the caller gave, untouched.
+    Refused {
+        /// The input, handed back.
+        input: I,
+        /// Which bound or state refused it.
+        reason: Refused,
+    },
+    /// The batch function returned this error for the input's batch.
+    Failed(E),
+    /// The batch function panicked while processing the input's batch.
+    Panicked,
+    /// The batch function returned `got` outputs for `expected` inputs.
+    WrongOutputCount {
+        /// Inputs in the batch.
+        expected: usize,
+        /// Outputs returned.
+        got: usize,
+    },
+    /// The engine stopped while the input's batch was in flight (or before
+    /// it was sent); whether the store applied it is unknown.
+    Aborted,
+}
+
+impl<I, E> FerryError<I, E> {
+    /// The input handed back, if the error is a refusal.
+    pub fn into_input(self) -> Option<I> {
+        match self {
+            FerryError::Refused { input, .. } => Some(input),
+            _ => None,
+        }
+    }
+
+    /// Whether the input was refused (never admitted, never sent).
+    pub fn is_refused(&self) -> bool {
+        matches!(self, FerryError::Refused { .. })
+    }
+}
+
+impl<I, E: fmt::Display> fmt::Display for FerryError<I, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FerryError::Refused { reason, .. } => {
+                write!(f, "input refused, handed back: {reason}")
+            }
+            FerryError::Failed(err) => write!(f, "the batch function failed: {err}"),
+            FerryError::Panicked => f.write_str(
+                "the batch function panicked; the input's batch was abandoned and its key released",
+            ),
+            FerryError::WrongOutputCount { expected, got } => write!(
+                f,
+                "the batch function returned {got} outputs for {expected} inputs (it must return one per input, in order)"
+            ),
+            FerryError::Aborted => f.write_str(
+                "the engine stopped while the input's batch was in flight; its outcome at the store is unknown",
+            ),
+        }
+    }
+}
+
+impl<I, E: fmt::Debug> fmt::Debug for FerryError<I, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The input is left out: it need not be Debug, and may be large.
+        match self {
+            FerryError::Refused { reason, .. } => f
+                .debug_struct("Refused")
+                .field("reason", reason)
+                .finish_non_exhaustive(),
+            FerryError::Failed(err) => f.debug_tuple("Failed").field(err).finish(),
+            FerryError::Panicked => f.write_str("Panicked"),
+            FerryError::WrongOutputCount { expected, got } => f
+                .debug_struct("WrongOutputCount")
+                .field("expected", expected)
+                .field("got", got)
+                .finish(),
+            FerryError::Aborted => f.write_str("Aborted"),
+        }
+    }
+}
+
+impl<I, E> std::error::Error for FerryError<I, E>
+where
+    E: std::error::Error + 'static,
+{
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FerryError::Failed(err) => Some(err),
+            _ => None,
+        }
+    }
+}
