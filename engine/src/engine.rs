@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::ThreadId;
 
-use futures::channel::oneshot;
 use ferry_shard::{
-    spawn_shard, BatchFn, FerryError, Intake, Order, Outcome, Refused, ShardConfig,
-    ShardCounters, ShardId, Submission,
+    spawn_shard, BatchFn, FerryError, Intake, Order, Outcome, Refused, ShardConfig, ShardCounters,
+    ShardId, Submission,
 };
+use futures::channel::oneshot;
 
 use crate::config::{Builder, Plan, StartError, Weigh};
 use crate::route::route;
@@ -74,7 +74,11 @@ impl<K, I, O, E> std::fmt::Debug for Engine<K, I, O, E> {
             .field("shards", &self.inner.shards.len())
             .field(
                 "closed",
-                &self.inner.shards.iter().all(|shard| shard.intake.is_closed()),
+                &self
+                    .inner
+                    .shards
+                    .iter()
+                    .all(|shard| shard.intake.is_closed()),
             )
             .finish()
     }
@@ -224,7 +228,10 @@ where
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.inner.shards.iter().all(|shard| shard.intake.is_closed())
+        self.inner
+            .shards
+            .iter()
+            .all(|shard| shard.intake.is_closed())
     }
 
     /// Blocks until every shard has drained and exited. Call
@@ -245,7 +252,10 @@ impl<K, I, O, E> Inner<K, I, O, E> {
     fn join(&self) {
         let current = std::thread::current().id();
         let joins = {
-            let mut joins = self.joins.lock().unwrap_or_else(|poison| poison.into_inner());
+            let mut joins = self
+                .joins
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             std::mem::take(&mut *joins)
         };
         let mut own = Vec::new();
@@ -259,7 +269,10 @@ impl<K, I, O, E> Inner<K, I, O, E> {
             }
         }
         if !own.is_empty() {
-            let mut joins = self.joins.lock().unwrap_or_else(|poison| poison.into_inner());
+            let mut joins = self
+                .joins
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             joins.extend(own);
         }
     }

@@ -27,18 +27,20 @@ pub struct Stats {
 impl Stats {
     /// The sum over all shards.
     pub fn total(&self) -> ShardStats {
-        self.shards.iter().fold(ShardStats::default(), |sum, s| ShardStats {
-            lanes: sum.lanes + s.lanes,
-            waiting: sum.waiting + s.waiting,
-            waiting_weight: sum.waiting_weight + s.waiting_weight,
-            in_flight: sum.in_flight + s.in_flight,
-            intake: sum.intake + s.intake,
-            admitted: sum.admitted + s.admitted,
-            refused: sum.refused + s.refused,
-            batches: sum.batches + s.batches,
-            sent: sum.sent + s.sent,
-            answered: sum.answered + s.answered,
-        })
+        self.shards
+            .iter()
+            .fold(ShardStats::default(), |sum, s| ShardStats {
+                lanes: sum.lanes + s.lanes,
+                waiting: sum.waiting + s.waiting,
+                waiting_weight: sum.waiting_weight + s.waiting_weight,
+                in_flight: sum.in_flight + s.in_flight,
+                intake: sum.intake + s.intake,
+                admitted: sum.admitted + s.admitted,
+                refused: sum.refused + s.refused,
+                batches: sum.batches + s.batches,
+                sent: sum.sent + s.sent,
+                answered: sum.answered + s.answered,
+            })
     }
 
     /// Nothing waits, nothing is in flight, and every admitted input was

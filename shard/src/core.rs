@@ -84,7 +84,10 @@ where
 {
     /// A core with `lanes` bounds and `max_in_flight` slots (at least 1).
     pub fn new(lanes: LanesConfig, max_in_flight: usize) -> Self {
-        assert!(max_in_flight >= 1, "max_in_flight_batches must be at least 1");
+        assert!(
+            max_in_flight >= 1,
+            "max_in_flight_batches must be at least 1"
+        );
         Self {
             lanes: Lanes::new(lanes),
             max_in_flight,
@@ -119,16 +122,6 @@ where
                 }));
             }
         }
-    }
-
-    /// Refuses an input without looking at the lanes (used for what is found
-    /// in the intake after close).
-    pub fn refuse(&mut self, submission: Submission<K, I, O, E>, reason: crate::Refused) {
-        self.stats.refused += 1;
-        let _ = submission.reply.send(Err(FerryError::Refused {
-            input: submission.input,
-            reason,
-        }));
     }
 
     /// The next batch to start, if a slot is free and a lane is ready at
@@ -223,10 +216,7 @@ where
     }
 }
 
-fn answer_all<I, O, E>(
-    replies: Vec<Reply<I, O, E>>,
-    mut error: impl FnMut() -> FerryError<I, E>,
-) {
+fn answer_all<I, O, E>(replies: Vec<Reply<I, O, E>>, mut error: impl FnMut() -> FerryError<I, E>) {
     for reply in replies {
         let _ = reply.send(Err(error()));
     }

@@ -2,8 +2,8 @@
 //! driving a [`ShardCore`].
 //!
 //! The loop, round after round:
-//! 1. admit what arrived in the intake (a bounded number per round);
-//! 2. on close, close the lanes; once the intake is sealed, refuse stragglers;
+//! 1. after close, once the intake is sealed and drained, close the lanes;
+//! 2. admit what arrived in the intake (a bounded number per round);
 //! 3. start the batches of ready lanes while slots are free;
 //! 4. publish the stats, and stop once closed, sealed, drained and quiet;
 //! 5. wait for a batch to complete, new input (or close), or the earliest
@@ -29,7 +29,6 @@ use crate::batch_fn::BatchFn;
 use crate::config::LanesConfig;
 use crate::core::{BatchOutcome, ShardCore, Submission};
 use crate::intake::Intake;
-use crate::refused::Refused;
 use crate::shard_id::ShardId;
 use crate::stats::ShardCounters;
 
@@ -119,32 +118,37 @@ async fn run<K, I, O, E, B>(
     let mut running: FuturesUnordered<Running<'_, I, O, E>> = FuturesUnordered::new();
     let mut close_seen = false;
     let mut sealed = false;
+    let mut lanes_closed = false;
     let mut timer: Option<(Duration, glommio::timer::Timer)> = None;
 
     loop {
         let now = origin.elapsed();
         if !close_seen && intake.is_closed() {
             close_seen = true;
-            core.close();
         }
         if close_seen && !sealed && intake.is_sealed() {
-            // From here on nothing enters the intake; the drain below (and
-            // the next rounds) see everything that did.
+            // From here on nothing enters the intake; the drains below see
+            // everything that did.
             sealed = true;
         }
+        // An input whose push succeeded is admitted even if close came
+        // after it: the lanes close only once the sealed intake is empty.
         for _ in 0..INTAKE_DRAIN_MAX {
-            let Some(submission) = intake.pop() else { break };
-            if close_seen {
-                core.refuse(submission, Refused::Closed);
-            } else {
-                core.admit(submission, now);
-            }
+            let Some(submission) = intake.pop() else {
+                break;
+            };
+            core.admit(submission, now);
+        }
+        if sealed && !lanes_closed && intake.is_empty() {
+            lanes_closed = true;
+            core.close();
         }
         while let Some(dispatch) = core.dispatch(now) {
             let replies = dispatch.replies;
             let lane = dispatch.lane;
-            let started =
-                std::panic::catch_unwind(AssertUnwindSafe(|| batch_fn.call(dispatch.key, dispatch.inputs)));
+            let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                batch_fn.call(dispatch.key, dispatch.inputs)
+            }));
             running.push(Box::pin(async move {
                 let outcome = match started {
                     Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
@@ -157,7 +161,7 @@ async fn run<K, I, O, E, B>(
             }));
         }
         counters.publish(&core.stats());
-        if sealed && intake.is_empty() && core.is_quiet() {
+        if lanes_closed && core.is_quiet() {
             debug_assert!(running.is_empty());
             return;
         }
