@@ -53,3 +53,8 @@ pub use ferry_shard::{
     BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, ShardId,
     ShardStats,
 };
+
+/// The README's example, compiled and run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExample;

@@ -429,7 +429,7 @@ fn g6_a_full_intake_refuses_at_once() {
             Err(other) => panic!("{other}"),
         }
     }
-    assert!(held >= 1 && held <= 1 + 4 + 4, "{held} held");
+    assert!((1..=1 + 4 + 4).contains(&held), "{held} held");
 }
 
 /// Opens a gate when dropped, so a failing assertion cannot leave a batch
@@ -683,7 +683,8 @@ fn g10_a_failing_batch_fails_only_its_own_callers() {
 
 #[test]
 fn invalid_settings_are_typed_errors_naming_the_field() {
-    let cases: Vec<(&str, ferry::Builder<u64, u64, u64, String>)> = vec![
+    type Settings = ferry::Builder<u64, u64, u64, String>;
+    let cases: Vec<(&str, Settings)> = vec![
         ("shards", Engine::builder().shards(0)),
         ("shards", Engine::builder().shards(10_000)),
         ("cpus", Engine::builder().shards(2).cpus([0])),

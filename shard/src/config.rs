@@ -146,7 +146,8 @@ mod tests {
 
     #[test]
     fn each_zero_bound_is_named_in_its_error() {
-        let cases: [(&str, fn(&mut LanesConfig)); 4] = [
+        type Breaks = fn(&mut LanesConfig);
+        let cases: [(&str, Breaks); 4] = [
             ("max_batch_size", |c| c.max_batch_size = 0),
             ("max_batch_weight", |c| c.max_batch_weight = 0),
             ("max_queueing", |c| c.max_queueing = 0),

@@ -104,14 +104,7 @@ impl<I, E: fmt::Debug> fmt::Debug for FerryError<I, E> {
     }
 }
 
-impl<I, E> std::error::Error for FerryError<I, E>
-where
-    E: std::error::Error + 'static,
-{
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FerryError::Failed(err) => Some(err),
-            _ => None,
-        }
-    }
-}
+/// Any `E` with a message will do (a `String` too): the batch error's own
+/// message is part of this error's, so nothing is lost by not chaining it as
+/// a `source`.
+impl<I, E> std::error::Error for FerryError<I, E> where E: fmt::Debug + fmt::Display {}

@@ -2,8 +2,8 @@
 //! driving a [`ShardCore`].
 //!
 //! The loop, round after round:
-//! 1. after close, once the intake is sealed and drained, close the lanes;
-//! 2. admit what arrived in the intake (a bounded number per round);
+//! 1. admit what arrived in the intake (a bounded number per round);
+//! 2. after close, once the intake is sealed and drained, close the lanes;
 //! 3. start the batches of ready lanes while slots are free;
 //! 4. publish the stats, and stop once closed, sealed, drained and quiet;
 //! 5. wait for a batch to complete, new input (or close), or the earliest

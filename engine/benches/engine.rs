@@ -1,0 +1,231 @@
+//! Engine overhead with an instant batch function: what Ferry itself costs
+//! per input, measured against a bare cross-thread handoff in the same run.
+//!
+//! `cargo bench -p ferry --bench engine` (optional arguments: seconds per
+//! throughput run, default 5).
+//!
+//! - **handoff**: the floor to approach. Caller threads push into a
+//!   crossbeam `ArrayQueue` per shard; glommio shards (pinned, one per core)
+//!   pop and answer each request through a futures oneshot. No lanes, no
+//!   batching.
+//! - **ferry**: the engine with the same shards and callers, `submit` per
+//!   input, an instant batch function.
+//! - **latency**: one caller, one input at a time (light load), submit to
+//!   answer.
+//!
+//! Throughput runs keep `IN_FLIGHT` requests outstanding from 2 caller
+//! threads. CPU ns per input is the process's user + system CPU time divided
+//! by inputs answered.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::ArrayQueue;
+use ferry::Engine;
+use futures::channel::oneshot;
+use futures::stream::{FuturesUnordered, StreamExt};
+use hdrhistogram::Histogram;
+
+const CALLERS: usize = 2;
+const SHARDS: usize = 2;
+const IN_FLIGHT: usize = 4_000;
+
+fn main() {
+    let seconds: u64 = std::env::args()
+        .skip(1)
+        .find_map(|arg| arg.parse().ok())
+        .unwrap_or(5);
+    let run_for = Duration::from_secs(seconds);
+    println!("engine bench: {CALLERS} caller threads, {SHARDS} shards, {IN_FLIGHT} in flight, {seconds} s per run");
+    println!(
+        "{:<34} {:>14} {:>12} {:>10}",
+        "run", "inputs/s", "cpu ns/in", "mean batch"
+    );
+
+    let handoff = handoff(run_for);
+    print_row("handoff (queue + oneshot, no lanes)", handoff, None);
+    for keys in [1_000_u64, 100_000] {
+        let (run, mean_batch) = ferry(run_for, keys);
+        print_row(&format!("ferry, {keys} keys"), run, Some(mean_batch));
+        println!(
+            "  ratio ferry / handoff: {:.2}",
+            run.per_second() / handoff.per_second()
+        );
+    }
+    latency(Duration::from_secs(seconds.min(3)));
+}
+
+#[derive(Clone, Copy)]
+struct Run {
+    inputs: u64,
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Run {
+    fn per_second(&self) -> f64 {
+        self.inputs as f64 / self.wall.as_secs_f64()
+    }
+}
+
+fn print_row(name: &str, run: Run, mean_batch: Option<f64>) {
+    let cpu_ns = run.cpu.as_nanos() as f64 / run.inputs.max(1) as f64;
+    let batch = mean_batch.map_or("-".to_string(), |b| format!("{b:.1}"));
+    println!(
+        "{name:<34} {:>14.0} {cpu_ns:>12.0} {batch:>10}",
+        run.per_second()
+    );
+}
+
+/// Process CPU time (user + system) from /proc/self/stat.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the full line: 11 and 12 here.
+    let total = ticks(11) + ticks(12);
+    Duration::from_millis(total * 10) // USER_HZ is 100 on Linux
+}
+
+/// Runs `CALLERS` threads, each keeping `IN_FLIGHT / CALLERS` requests
+/// outstanding through `submit` until `run_for` passes.
+fn drive<F, Fut>(run_for: Duration, submit: F) -> Run
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    let submit = Arc::new(submit);
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu_before = cpu_time();
+    let started = Instant::now();
+    let callers: Vec<_> = (0..CALLERS)
+        .map(|c| {
+            let (submit, stop) = (submit.clone(), stop.clone());
+            std::thread::spawn(move || {
+                futures::executor::block_on(async move {
+                    let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ c as u64;
+                    let mut next = move || {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        rng
+                    };
+                    let mut running = FuturesUnordered::new();
+                    for _ in 0..IN_FLIGHT / CALLERS {
+                        running.push(submit(next()));
+                    }
+                    let mut done = 0_u64;
+                    while let Some(ok) = running.next().await {
+                        assert!(ok, "a request failed");
+                        done += 1;
+                        if !stop.load(Ordering::Relaxed) {
+                            running.push(submit(next()));
+                        }
+                    }
+                    done
+                })
+            })
+        })
+        .collect();
+    std::thread::sleep(run_for);
+    stop.store(true, Ordering::Relaxed);
+    let inputs = callers.into_iter().map(|c| c.join().unwrap()).sum();
+    Run {
+        inputs,
+        wall: started.elapsed(),
+        cpu: cpu_time().saturating_sub(cpu_before),
+    }
+}
+
+fn handoff(run_for: Duration) -> Run {
+    type Request = (u64, oneshot::Sender<u64>);
+    let queues: Vec<Arc<ArrayQueue<Request>>> = (0..SHARDS)
+        .map(|_| Arc::new(ArrayQueue::new(65_536)))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let shards: Vec<_> = (0..SHARDS)
+        .map(|s| {
+            let (queue, stop) = (queues[s].clone(), stop.clone());
+            glommio::LocalExecutorBuilder::new(glommio::Placement::Fixed(s))
+                .io_memory(256 << 10)
+                .spawn(move || async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut any = false;
+                        while let Some((x, reply)) = queue.pop() {
+                            let _ = reply.send(x);
+                            any = true;
+                        }
+                        if !any {
+                            glommio::yield_if_needed().await;
+                            std::hint::spin_loop();
+                        }
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    let run = drive(run_for, move |x| {
+        let (tx, rx) = oneshot::channel();
+        let mut request = (x, tx);
+        while let Err(back) = queues[(x % SHARDS as u64) as usize].push(request) {
+            request = back;
+            std::thread::yield_now();
+        }
+        async move { rx.await.is_ok() }
+    });
+    stop.store(true, Ordering::Relaxed);
+    for shard in shards {
+        shard.join().unwrap();
+    }
+    run
+}
+
+fn ferry(run_for: Duration, keys: u64) -> (Run, f64) {
+    let engine: Engine<u64, u64, u64, ()> = Engine::builder()
+        .shards(SHARDS)
+        .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
+        .expect("engine starts");
+    let handle = engine.clone();
+    let run = drive(run_for, move |x| {
+        let answer = handle.submit(x % keys, x);
+        async move { answer.await.is_ok() }
+    });
+    engine.close();
+    engine.join();
+    let stats = engine.stats().total();
+    (run, stats.sent as f64 / stats.batches.max(1) as f64)
+}
+
+fn latency(run_for: Duration) {
+    let engine: Engine<u64, u64, u64, ()> = Engine::builder()
+        .shards(SHARDS)
+        .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
+        .expect("engine starts");
+    let mut histogram = Histogram::<u64>::new(3).unwrap();
+    let started = Instant::now();
+    let mut n = 0_u64;
+    while started.elapsed() < run_for {
+        let sent = Instant::now();
+        engine.submit_blocking(n % 1_000, n).unwrap();
+        histogram.record(sent.elapsed().as_nanos() as u64).unwrap();
+        n += 1;
+    }
+    let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1_000.0;
+    println!(
+        "latency, 1 caller, 1 in flight: {n} inputs, p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
+        us(0.5),
+        us(0.99),
+        us(0.999),
+        histogram.max() as f64 / 1_000.0
+    );
+    engine.close();
+    engine.join();
+}
