@@ -1,16 +1,22 @@
 //! The engine handle: submit from any thread, read stats, close, join.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::ThreadId;
 
 use ferry_shard::{
-    spawn_shard, BatchFn, FerryError, Intake, Order, Outcome, Refused, ShardConfig, ShardCounters,
-    ShardId, Submission,
+    local_channel, spawn_shard, BatchFn, FerryError, Inbound, Intake, LocalReceiver, LocalShard,
+    Order, Outcome, Refused, ShardConfig, ShardCore, ShardCounters, ShardId, Submission,
 };
 use futures::channel::oneshot;
+
+/// Gives each engine a distinct identity, so a task on a shard can tell its
+/// own engine's shards from another engine's.
+static ENGINE_IDS: AtomicUsize = AtomicUsize::new(1);
 
 use crate::config::{Builder, Plan, StartError, Weigh};
 use crate::route::route;
@@ -47,11 +53,12 @@ pub struct Engine<K, I, O, E> {
 }
 
 struct Shard<K, I, O, E> {
-    intake: Arc<Intake<Submission<K, I, O, E>>>,
+    intake: Arc<Intake<Inbound<K, I, O, E>>>,
     counters: Arc<ShardCounters>,
 }
 
 struct Inner<K, I, O, E> {
+    id: usize,
     shards: Vec<Shard<K, I, O, E>>,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
@@ -102,6 +109,7 @@ where
         B: BatchFn<K, I, O, E> + 'static,
     {
         let factory = Arc::new(factory);
+        let engine_id = ENGINE_IDS.fetch_add(1, Relaxed);
         let mut shards = Vec::with_capacity(plan.cpus.len());
         let mut joins = Vec::with_capacity(plan.cpus.len());
         for (index, cpu) in plan.cpus.iter().copied().enumerate() {
@@ -112,6 +120,7 @@ where
             };
             let config = ShardConfig {
                 id,
+                engine: engine_id,
                 cpu,
                 lanes: plan.lanes.clone(),
                 max_in_flight_batches: plan.max_in_flight_batches,
@@ -142,6 +151,7 @@ where
         let threads = joins.iter().map(|join| join.thread().id()).collect();
         Ok(Self {
             inner: Arc::new(Inner {
+                id: engine_id,
                 shards,
                 order: plan.order,
                 weigh: plan.weigh,
@@ -178,15 +188,118 @@ where
             weight,
             reply,
         };
-        match shard.intake.push(submission) {
+        match shard.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Submit {
                 state: SubmitState::Waiting(answer),
             },
             Err(refusal) => {
                 shard.counters.count_refused_at_intake();
-                Submit::refused(refusal.item.input, refusal.reason)
+                let Inbound::Submit(submission) = refusal.item else {
+                    unreachable!("the intake hands back what it was given")
+                };
+                Submit::refused(submission.input, refusal.reason)
             }
         }
+    }
+
+    /// Like [`submit`](Self::submit), for tasks running on the engine's own
+    /// shards (see [`spawn_on`](Self::spawn_on)): if `key` belongs to the
+    /// shard this task runs on, the input is admitted directly — no queue,
+    /// no channel, no atomic read-modify-write — and answered through a
+    /// single-threaded slot. Otherwise it takes the ordinary path. The
+    /// future is not `Send`: it stays on the thread that made it.
+    ///
+    /// ```
+    /// use ferry::{Engine, ShardId};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let (done, answer) = futures::channel::oneshot::channel();
+    /// let on_shard = engine.clone();
+    /// engine
+    ///     .spawn_on(ShardId::new(0), move || async move {
+    ///         let out = on_shard.submit_local(1, 10).await;
+    ///         let _ = done.send(out);
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(futures::executor::block_on(answer).unwrap(), Ok(10));
+    /// ```
+    pub fn submit_local(&self, key: K, input: I) -> LocalSubmit<I, O, E> {
+        let inner = &*self.inner;
+        let (index, hash) = route(&key, inner.shards.len());
+        let here = LocalShard::with(|current| {
+            current
+                .filter(|shard| shard.engine == inner.id && shard.index == index)
+                .cloned()
+        });
+        let Some(here) = here else {
+            return LocalSubmit {
+                state: LocalState::Remote(self.submit(key, input)),
+            };
+        };
+        let Some(core) = here.core.downcast_ref::<RefCell<ShardCore<K, I, O, E>>>() else {
+            unreachable!("a shard of this engine holds this engine's core type")
+        };
+        let Ok(mut core) = core.try_borrow_mut() else {
+            // Only reachable from inside the shard loop's own call stack.
+            return LocalSubmit {
+                state: LocalState::Remote(self.submit(key, input)),
+            };
+        };
+        let rank = inner.order.rank(&input);
+        let weight = inner.weigh.as_ref().map_or(1, |weigh| weigh(&input));
+        let refusal = if inner.shards[index].intake.is_closed() {
+            Some(Refused::Closed)
+        } else if weight > inner.max_batch_weight {
+            Some(Refused::TooHeavy)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            inner.shards[index].counters.count_refused_at_intake();
+            return LocalSubmit {
+                state: LocalState::Ready(Some(Err(FerryError::Refused { input, reason }))),
+            };
+        }
+        let (reply, answer) = local_channel();
+        core.admit_local(hash, key, input, rank, weight, reply, here.origin.elapsed());
+        drop(core);
+        here.nudge.nudge();
+        LocalSubmit {
+            state: LocalState::Local(answer),
+        }
+    }
+
+    /// Runs `task` on `shard`'s own thread, beside its loop, where
+    /// [`submit_local`](Self::submit_local) reaches the shard directly. The
+    /// closure is sent; the future it returns need not be `Send`. A panic in
+    /// the task ends the task only.
+    ///
+    /// Refused (`Full` or `Closed`) like an input when the shard's intake
+    /// cannot take it. A task still running when its shard exits (after
+    /// close, once everything admitted is answered) is dropped there.
+    ///
+    /// # Panics
+    /// If `shard` is not one of this engine's (`index() >= shards()`).
+    pub fn spawn_on<F, Fut>(&self, shard: ShardId, task: F) -> Result<(), Refused>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let shards = &self.inner.shards;
+        assert!(
+            shard.index() < shards.len(),
+            "{shard} is not a shard of this engine (it has {})",
+            shards.len()
+        );
+        let task: ferry_shard::SpawnTask = Box::new(move || Box::pin(task()));
+        shards[shard.index()]
+            .intake
+            .push(Inbound::Spawn(task))
+            .map_err(|refusal| refusal.reason)
     }
 
     /// [`submit`](Self::submit) and block the calling thread until the
@@ -337,5 +450,54 @@ impl<I, O, E> std::fmt::Debug for Submit<I, O, E> {
             SubmitState::Waiting(_) => "waiting",
         };
         f.debug_struct("Submit").field("state", &state).finish()
+    }
+}
+
+/// The future of a [`Engine::submit_local`]: answered directly by the shard
+/// it runs on, or through the ordinary path. Not `Send`.
+#[must_use = "the outcome of the input is in this future (dropping it does not withdraw the input)"]
+pub struct LocalSubmit<I, O, E> {
+    state: LocalState<I, O, E>,
+}
+
+enum LocalState<I, O, E> {
+    Ready(Option<Outcome<I, O, E>>),
+    Local(LocalReceiver<Outcome<I, O, E>>),
+    Remote(Submit<I, O, E>),
+}
+
+// As for `Submit`: nothing inside is pinned structurally.
+impl<I, O, E> Unpin for LocalSubmit<I, O, E> {}
+
+impl<I, O, E> Future for LocalSubmit<I, O, E> {
+    type Output = Outcome<I, O, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().state {
+            LocalState::Ready(outcome) => Poll::Ready(
+                outcome
+                    .take()
+                    .expect("LocalSubmit polled after it completed"),
+            ),
+            LocalState::Local(answer) => match Pin::new(answer).poll(cx) {
+                Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
+                Poll::Ready(None) => Poll::Ready(Err(FerryError::Aborted)),
+                Poll::Pending => Poll::Pending,
+            },
+            LocalState::Remote(submit) => Pin::new(submit).poll(cx),
+        }
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for LocalSubmit<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state {
+            LocalState::Ready(_) => "ready",
+            LocalState::Local(_) => "local",
+            LocalState::Remote(_) => "remote",
+        };
+        f.debug_struct("LocalSubmit")
+            .field("state", &state)
+            .finish()
     }
 }

@@ -45,7 +45,7 @@ mod route;
 mod stats;
 
 pub use config::{Builder, StartError, DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES};
-pub use engine::{Engine, Submit};
+pub use engine::{Engine, LocalSubmit, Submit};
 pub use route::route;
 pub use stats::Stats;
 

@@ -36,6 +36,7 @@ impl Stats {
                 in_flight: sum.in_flight + s.in_flight,
                 intake: sum.intake + s.intake,
                 admitted: sum.admitted + s.admitted,
+                admitted_local: sum.admitted_local + s.admitted_local,
                 refused: sum.refused + s.refused,
                 batches: sum.batches + s.batches,
                 sent: sum.sent + s.sent,

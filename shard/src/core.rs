@@ -20,13 +20,43 @@ use futures::channel::oneshot;
 use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::lanes::{LaneId, Lanes};
+use crate::local::LocalSender;
 use crate::stats::ShardStats;
 
 /// What a caller finally receives.
 pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
 
-/// The caller's end of an input's answer.
-pub type Reply<I, O, E> = oneshot::Sender<Outcome<I, O, E>>;
+/// Where an input's outcome goes: to a caller on another thread through a
+/// oneshot channel, or to a task on the shard's own thread through a local
+/// slot (the fast path, no atomics).
+pub enum Reply<I, O, E> {
+    /// A caller on any thread.
+    Remote(oneshot::Sender<Outcome<I, O, E>>),
+    /// A task on this shard.
+    Local(LocalSender<Outcome<I, O, E>>),
+}
+
+impl<I, O, E> Reply<I, O, E> {
+    /// Delivers `outcome`. A caller that stopped waiting has nothing to be
+    /// told, so a closed channel is not an error.
+    pub fn send(self, outcome: Outcome<I, O, E>) {
+        match self {
+            Reply::Remote(reply) => {
+                let _ = reply.send(outcome);
+            }
+            Reply::Local(reply) => reply.send(outcome),
+        }
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for Reply<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reply::Remote(_) => "Reply::Remote",
+            Reply::Local(_) => "Reply::Local",
+        })
+    }
+}
 
 /// An input on its way into a shard, with everything computed on the
 /// caller's thread.
@@ -43,7 +73,7 @@ pub struct Submission<K, I, O, E> {
     /// Its weight under the configured weigher.
     pub weight: u64,
     /// Where its outcome goes.
-    pub reply: Reply<I, O, E>,
+    pub reply: oneshot::Sender<Outcome<I, O, E>>,
 }
 
 /// A batch ready to be handed to the batch function.
@@ -107,6 +137,38 @@ where
             weight,
             reply,
         } = submission;
+        self.admit_with(hash, key, input, rank, weight, Reply::Remote(reply), now);
+    }
+
+    /// Like [`admit`](Self::admit) for a caller on the shard's own thread
+    /// (the fast path): the same admission, answered through a local slot.
+    #[allow(clippy::too_many_arguments)]
+    pub fn admit_local(
+        &mut self,
+        hash: u64,
+        key: K,
+        input: I,
+        rank: i64,
+        weight: u64,
+        reply: LocalSender<Outcome<I, O, E>>,
+        now: Duration,
+    ) {
+        let admitted = self.stats.admitted;
+        self.admit_with(hash, key, input, rank, weight, Reply::Local(reply), now);
+        self.stats.admitted_local += self.stats.admitted - admitted;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn admit_with(
+        &mut self,
+        hash: u64,
+        key: K,
+        input: I,
+        rank: i64,
+        weight: u64,
+        reply: Reply<I, O, E>,
+        now: Duration,
+    ) {
         match self
             .lanes
             .admit_hashed(hash, key, (input, reply), rank, weight, now)
@@ -115,8 +177,7 @@ where
             Err(refusal) => {
                 self.stats.refused += 1;
                 let (input, reply) = refusal.item;
-                // A caller that stopped waiting has nothing to be told.
-                let _ = reply.send(Err(FerryError::Refused {
+                reply.send(Err(FerryError::Refused {
                     input,
                     reason: refusal.reason,
                 }));
@@ -158,7 +219,7 @@ where
         match outcome {
             BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
                 for (reply, output) in replies.into_iter().zip(outputs) {
-                    let _ = reply.send(Ok(output));
+                    reply.send(Ok(output));
                 }
             }
             BatchOutcome::Returned(Ok(outputs)) => {
@@ -218,6 +279,6 @@ where
 
 fn answer_all<I, O, E>(replies: Vec<Reply<I, O, E>>, mut error: impl FnMut() -> FerryError<I, E>) {
     for reply in replies {
-        let _ = reply.send(Err(error()));
+        reply.send(Err(error()));
     }
 }

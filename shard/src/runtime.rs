@@ -9,14 +9,20 @@
 //! 5. wait for a batch to complete, new input (or close), or the earliest
 //!    deadline.
 //!
-//! The shard is one task: batch futures run inside it, in a
+//! The shard loop is one task: batch futures run inside it, in a
 //! `FuturesUnordered`, so "take and mark busy" and "check open and admit" are
 //! single steps by construction, and no lock is taken on the shard's path.
 //! A panic in a batch function is caught and answered `Panicked` (G10).
+//!
+//! Tasks spawned on the shard through the engine run beside the loop on the
+//! same thread; they reach the core directly (see `local.rs`), and the loop
+//! only borrows the core between awaits, never across one.
 
+use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -27,8 +33,10 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::batch_fn::BatchFn;
 use crate::config::LanesConfig;
-use crate::core::{BatchOutcome, ShardCore, Submission};
+use crate::core::{BatchOutcome, Reply, ShardCore, Submission};
 use crate::intake::Intake;
+use crate::lanes::LaneId;
+use crate::local::{LocalShard, Nudge};
 use crate::shard_id::ShardId;
 use crate::stats::ShardCounters;
 
@@ -46,6 +54,9 @@ const IO_MEMORY: usize = 256 << 10;
 pub struct ShardConfig {
     /// Which shard.
     pub id: ShardId,
+    /// Identifies the engine, so a task on this thread can tell whether a
+    /// local submit is for this very shard.
+    pub engine: usize,
     /// The CPU to pin its thread to, or `None` to leave it unbound.
     pub cpu: Option<usize>,
     /// Bounds of its lanes.
@@ -57,11 +68,34 @@ pub struct ShardConfig {
     pub spin_before_park: Duration,
 }
 
+/// A task to start on a shard, sent from any thread.
+pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// What enters a shard through its intake.
+pub enum Inbound<K, I, O, E> {
+    /// An input to admit.
+    Submit(Submission<K, I, O, E>),
+    /// A task to run on the shard's thread.
+    Spawn(SpawnTask),
+}
+
+impl<K, I, O, E> std::fmt::Debug for Inbound<K, I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Inbound::Submit(_) => "Inbound::Submit",
+            Inbound::Spawn(_) => "Inbound::Spawn",
+        })
+    }
+}
+
+/// The shard's core as tasks on its thread reach it.
+pub type SharedCore<K, I, O, E> = Rc<RefCell<ShardCore<K, I, O, E>>>;
+
 /// Starts the shard's thread. `factory` is called once, on that thread, to
 /// make the batch function that serves this shard.
 pub fn spawn_shard<K, I, O, E, F, B>(
     config: ShardConfig,
-    intake: Arc<Intake<Submission<K, I, O, E>>>,
+    intake: Arc<Intake<Inbound<K, I, O, E>>>,
     counters: Arc<ShardCounters>,
     factory: Arc<F>,
 ) -> std::io::Result<glommio::ExecutorJoinHandle<()>>
@@ -86,35 +120,39 @@ where
     builder
         .spawn(move || async move {
             let batch_fn = factory(config.id);
-            let core = ShardCore::new(config.lanes, config.max_in_flight_batches);
-            run(core, &intake, &counters, batch_fn).await;
+            let core: SharedCore<K, I, O, E> = Rc::new(RefCell::new(ShardCore::new(
+                config.lanes,
+                config.max_in_flight_batches,
+            )));
+            let nudge = Rc::new(Nudge::default());
+            let origin = Instant::now();
+            let _installed = LocalShard::install(LocalShard {
+                engine: config.engine,
+                index: config.id.index(),
+                core: core.clone(),
+                nudge: nudge.clone(),
+                origin,
+            });
+            run(&core, &nudge, &intake, &counters, batch_fn, origin).await;
         })
         .map_err(|err| std::io::Error::other(err.to_string()))
 }
 
-type Running<'a, I, O, E> = Pin<
-    Box<
-        dyn Future<
-                Output = (
-                    crate::LaneId,
-                    Vec<crate::core::Reply<I, O, E>>,
-                    BatchOutcome<O, E>,
-                ),
-            > + 'a,
-    >,
->;
+type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
+type Running<'a, I, O, E> = Pin<Box<dyn Future<Output = Finished<I, O, E>> + 'a>>;
 
 async fn run<K, I, O, E, B>(
-    mut core: ShardCore<K, I, O, E>,
-    intake: &Intake<Submission<K, I, O, E>>,
+    core: &RefCell<ShardCore<K, I, O, E>>,
+    nudge: &Nudge,
+    intake: &Intake<Inbound<K, I, O, E>>,
     counters: &ShardCounters,
     batch_fn: B,
+    origin: Instant,
 ) where
     K: std::hash::Hash + Eq + Clone,
     E: Clone,
     B: BatchFn<K, I, O, E>,
 {
-    let origin = Instant::now();
     let mut running: FuturesUnordered<Running<'_, I, O, E>> = FuturesUnordered::new();
     let mut close_seen = false;
     let mut sealed = false;
@@ -123,6 +161,7 @@ async fn run<K, I, O, E, B>(
 
     loop {
         let now = origin.elapsed();
+        nudge.take();
         if !close_seen && intake.is_closed() {
             close_seen = true;
         }
@@ -134,22 +173,28 @@ async fn run<K, I, O, E, B>(
         // An input whose push succeeded is admitted even if close came
         // after it: the lanes close only once the sealed intake is empty.
         for _ in 0..INTAKE_DRAIN_MAX {
-            let Some(submission) = intake.pop() else {
-                break;
-            };
-            core.admit(submission, now);
+            match intake.pop() {
+                Some(Inbound::Submit(submission)) => core.borrow_mut().admit(submission, now),
+                Some(Inbound::Spawn(task)) => spawn_task(task),
+                None => break,
+            }
         }
         if sealed && !lanes_closed && intake.is_empty() {
             lanes_closed = true;
-            core.close();
+            core.borrow_mut().close();
         }
-        while let Some(dispatch) = core.dispatch(now) {
+        loop {
+            // The borrow ends before the batch function runs: it may submit
+            // to its own shard.
+            let Some(dispatch) = core.borrow_mut().dispatch(now) else {
+                break;
+            };
             let replies = dispatch.replies;
             let lane = dispatch.lane;
             let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 batch_fn.call(dispatch.key, dispatch.inputs)
             }));
-            running.push(Box::pin(async move {
+            let mut batch: Running<'_, I, O, E> = Box::pin(async move {
                 let outcome = match started {
                     Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
                         Ok(result) => BatchOutcome::Returned(result),
@@ -158,15 +203,25 @@ async fn run<K, I, O, E, B>(
                     Err(_) => BatchOutcome::Panicked,
                 };
                 (lane, replies, outcome)
-            }));
+            });
+            // A batch against a fast store often finishes on its first poll:
+            // complete it at once and skip the bookkeeping of the running
+            // set. A pending one joins the set, which polls it again with
+            // its own waker.
+            match poll_fn(|cx| Poll::Ready(batch.as_mut().poll(cx))).await {
+                Poll::Ready((lane, replies, outcome)) => {
+                    core.borrow_mut().complete(lane, replies, outcome, now)
+                }
+                Poll::Pending => running.push(batch),
+            }
         }
-        counters.publish(&core.stats());
-        if lanes_closed && core.is_quiet() {
+        counters.publish(&core.borrow().stats());
+        if lanes_closed && core.borrow().is_quiet() {
             debug_assert!(running.is_empty());
             return;
         }
 
-        let deadline = core.next_deadline();
+        let deadline = core.borrow_mut().next_deadline();
         if timer.as_ref().map(|(due, _)| Some(*due)) != Some(deadline) {
             timer = deadline.map(|due| {
                 let wait = due.saturating_sub(origin.elapsed());
@@ -176,10 +231,11 @@ async fn run<K, I, O, E, B>(
         poll_fn(|cx| {
             let mut completed = false;
             while let Poll::Ready(Some((lane, replies, outcome))) = running.poll_next_unpin(cx) {
-                core.complete(lane, replies, outcome, origin.elapsed());
+                core.borrow_mut()
+                    .complete(lane, replies, outcome, origin.elapsed());
                 completed = true;
             }
-            if completed {
+            if completed || nudge.take() {
                 return Poll::Ready(());
             }
             if let Some((_, sleep)) = timer.as_mut() {
@@ -188,6 +244,7 @@ async fn run<K, I, O, E, B>(
                     return Poll::Ready(());
                 }
             }
+            nudge.register(cx.waker());
             if intake.prepare_sleep(cx.waker(), close_seen, close_seen && !sealed) {
                 Poll::Pending
             } else {
@@ -196,6 +253,30 @@ async fn run<K, I, O, E, B>(
         })
         .await;
         intake.awake();
-        glommio::yield_if_needed().await;
+        // Let tasks spawned on this shard run between rounds.
+        yield_now().await;
     }
+}
+
+/// Runs a task sent to this shard beside the loop. Its panic stays its own:
+/// it ends the task, not the shard (G10).
+fn spawn_task(task: SpawnTask) {
+    if let Ok(future) = std::panic::catch_unwind(AssertUnwindSafe(task)) {
+        glommio::spawn_local(AssertUnwindSafe(future).catch_unwind().map(|_| ())).detach();
+    }
+}
+
+/// Gives the other tasks of this thread a turn, once.
+async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
 }

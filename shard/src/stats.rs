@@ -26,6 +26,9 @@ pub struct ShardStats {
     pub intake: u64,
     /// Inputs admitted into lanes. Counter.
     pub admitted: u64,
+    /// Of those, admitted directly from a task on the shard itself (the
+    /// thread-per-core fast path). Counter.
+    pub admitted_local: u64,
     /// Inputs refused (at the intake or by the lanes), handed back. Counter.
     pub refused: u64,
     /// Batches started. Counter.
@@ -44,6 +47,7 @@ pub struct ShardCounters {
     waiting_weight: AtomicU64,
     in_flight: AtomicU64,
     admitted: AtomicU64,
+    admitted_local: AtomicU64,
     refused_in_shard: AtomicU64,
     refused_at_intake: AtomicU64,
     batches: AtomicU64,
@@ -60,6 +64,7 @@ impl ShardCounters {
         self.waiting_weight.store(stats.waiting_weight, Relaxed);
         self.in_flight.store(stats.in_flight, Relaxed);
         self.admitted.store(stats.admitted, Relaxed);
+        self.admitted_local.store(stats.admitted_local, Relaxed);
         self.refused_in_shard.store(stats.refused, Relaxed);
         self.batches.store(stats.batches, Relaxed);
         self.sent.store(stats.sent, Relaxed);
@@ -80,6 +85,7 @@ impl ShardCounters {
             in_flight: self.in_flight.load(Relaxed),
             intake,
             admitted: self.admitted.load(Relaxed),
+            admitted_local: self.admitted_local.load(Relaxed),
             refused: self.refused_in_shard.load(Relaxed) + self.refused_at_intake.load(Relaxed),
             batches: self.batches.load(Relaxed),
             sent: self.sent.load(Relaxed),
