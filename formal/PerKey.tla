@@ -2,33 +2,39 @@
 (***************************************************************************)
 (* Per-key batching on a sharded, thread-per-core engine (Ferry).          *)
 (*                                                                         *)
-(* Who moves:                                                              *)
-(*   - callers, one per input, on threads of their own: each computes its  *)
-(*     input's rank, routes the key to a shard (hash(key) % shards) and    *)
-(*     pushes the input into that shard's bounded intake queue;            *)
-(*   - shards, each one single-threaded: a shard step is atomic. A shard   *)
-(*     admits what it finds in its intake into its lanes, takes a batch    *)
-(*     from a lane while a slot is free, completes batches (success or     *)
-(*     failure), and after close drains and finishes;                      *)
-(*   - the user, who may close the engine once.                            *)
+(* Who moves, and in what steps:                                           *)
+(*   - Callers, one per input. A caller computes its input's rank and      *)
+(*     routes the key to a shard with hash(key) % shards. A caller on      *)
+(*     another thread pushes the input into that shard's bounded intake    *)
+(*     queue, in two steps (register as a pusher, then push). A caller     *)
+(*     that is a task on that very shard (the fast path) is admitted       *)
+(*     directly, in one shard step.                                        *)
+(*   - Shards. Each one is a single thread, so each shard step below is    *)
+(*     atomic: admit the oldest intake entry into its key's lane; take a   *)
+(*     batch from a lane and mark the lane busy; complete a batch in       *)
+(*     flight (with outputs or an error); after close, close the lanes     *)
+(*     once the intake is sealed and empty, and exit once quiet.           *)
+(*   - The user, who may close the engine, once, at any moment.            *)
 (*                                                                         *)
-(* Time is not modelled. A lane may be taken at any moment once it has     *)
-(* waiting inputs, which covers every value of max_batch_delay and every   *)
-(* moment a deadline can fire; the batch is then as full as the lane      *)
-(* allows (up to BatchMax inputs from its front). Weights are 1 per input. *)
+(* Time is left out. A lane with waiting inputs may be taken at any        *)
+(* moment, which covers every max_batch_delay and every order in which     *)
+(* deadlines fire; the batch is then as full as the lane allows: up to     *)
+(* BatchMax inputs from its front. Every input weighs 1.                   *)
 (*                                                                         *)
-(* Flaw selects one broken design choice; "None" is the design as built.   *)
-(* Each broken choice must produce a counterexample (see the .cfg files).  *)
+(* Flaw switches on one broken design choice; "None" is the design as      *)
+(* built. Each broken choice must yield a counterexample on the guarantee  *)
+(* it breaks (see the .cfg files and README.md).                           *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
 CONSTANTS
     Inputs,      \* one input per caller
+    RankOne,     \* inputs the caller's Order ranks 1; the others rank 2
+    Local,       \* inputs whose caller is a task on its key's shard
     Keys,        \* keys are naturals; the model's hash of a key is the key
-    Ranks,       \* ranks a caller's Order can give (lower is sent first)
     Shards,      \* number of shards
     BatchMax,    \* max_batch_size
-    Slots,       \* max_in_flight_batches, per shard, shared by its keys
+    Slots,       \* max_in_flight_batches: per shard, shared by its keys
     IntakeMax,   \* capacity of a shard's intake queue
     WaitingMax,  \* max_queueing: waiting inputs per shard
     Flaw         \* "None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit", "Unsorted"
@@ -37,8 +43,9 @@ Flaws == {"None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit", "Unsorted"}
 
 ASSUME
     /\ Inputs # {} /\ IsFiniteSet(Inputs)
-    /\ Keys \subseteq Nat /\ Keys # {}
-    /\ Ranks \subseteq Nat /\ Ranks # {}
+    /\ RankOne \subseteq Inputs
+    /\ Local \subseteq Inputs
+    /\ Keys # {} /\ Keys \subseteq Nat
     /\ Shards \in Nat \ {0}
     /\ BatchMax \in Nat \ {0}
     /\ Slots \in Nat \ {0}
@@ -48,46 +55,59 @@ ASSUME
 
 ShardIds == 0 .. Shards - 1
 
-\* ferry::route: the same hash picks the shard and finds the lane.
+\* ferry::route. The same hash picks the shard and finds the lane.
 Hash(k) == k
 ShardOf(k) == Hash(k) % Shards
 KeysOf(s) == {k \in Keys : ShardOf(k) = s}
 
-NoKey == -1           \* key of an input not yet submitted
-NoRank == 0           \* rank of an input not yet submitted (ranks start at 1)
+\* ferry_shard::Order::rank, run on the caller's thread.
+RankOf(i) == IF i \in RankOne THEN 1 ELSE 2
 
-(* Where an input is, from its caller's point of view.                     *)
-(*   idle     the caller has not called submit yet                         *)
-(*   checked  only with Flaw = "TwoStepAdmit": the caller saw the engine   *)
-(*            open, but the shard cannot know it is about to push          *)
-(*   pushing  the caller saw the engine open and is counted as mid-push    *)
-(*            by its shard, in the same atomic step                        *)
-(*   intake   in its shard's intake queue, not admitted yet                *)
-(*   waiting  admitted: in its key's lane                                  *)
-(*   sent     in a batch in flight                                         *)
-(*   ok, failed          answered with the batch's output or its error     *)
-(*   full, closed        refused (Refused::Full / Refused::Closed), the    *)
-(*                       input handed back                                 *)
-Pending  == {"pushing", "intake", "waiting", "sent"}
+NoKey == -1                              \* key of an input not submitted yet
+NoRank == 0                              \* rank of an input not submitted yet
+Never == 2 * Cardinality(Inputs) + 1     \* later than any history clock value
+
+(* Where an input is, as its caller sees it:                               *)
+(*   idle      the caller has not called submit                            *)
+(*   checked   Flaw = "TwoStepAdmit" only: the caller saw the engine open, *)
+(*             but its shard cannot know that it is about to push          *)
+(*   pushing   the caller saw the engine open and, in the same atomic      *)
+(*             step, was counted by its shard as mid-push                  *)
+(*   intake    in its shard's intake queue, not admitted                   *)
+(*   waiting   admitted: in its key's lane                                 *)
+(*   sent      in a batch in flight                                        *)
+(*   ok        answered with its output                                    *)
+(*   failed    answered with its batch's error                             *)
+(*   full      refused, input handed back: Refused::Full                   *)
+(*   closed    refused, input handed back: Refused::Closed                 *)
+(* A caller on the fast path (Local) goes from idle straight to waiting,  *)
+(* full or closed, in one shard step.                                      *)
 Answers  == {"ok", "failed", "full", "closed"}
-Statuses == {"idle", "checked"} \cup Pending \cup Answers
+Statuses == {"idle", "checked", "pushing", "intake", "waiting", "sent"} \cup Answers
 
 VARIABLES
-    open,      \* the engine has not been closed
-    finished,  \* finished[s]: shard s drained after close and exited
-    status,    \* status[i]: see above
-    key,       \* key[i], chosen by the caller at submit
-    rank,      \* rank[i], computed on the caller's thread at submit
-    intake,    \* intake[s]: shard s's intake queue, oldest first
-    lane,      \* lane[k]: k's waiting inputs, in (rank, admission) order
-    busy,      \* busy[k]: k's lane has a batch in flight
-    flight,    \* flight[s]: batches in flight on s, each [key, ins]
-    marking,   \* only with Flaw = "TwoStepTake": keys taken, not yet marked busy
-    answers,   \* answers[i]: how many outcomes caller i has received
-    hist       \* hist[k]: k's admissions and sends, in order (history only)
+    open,         \* the engine has not been closed
+    lanesClosed,  \* lanesClosed[s]: shard s closed its lanes; it admits no more
+    finished,     \* finished[s]: shard s drained after close and exited
+    status,       \* status[i], as above
+    key,          \* key[i], chosen by the caller
+    rank,         \* rank[i], computed by the caller
+    intake,       \* intake[s]: shard s's intake queue, oldest first
+    lane,         \* lane[k]: key k's waiting inputs, in (rank, admission) order
+    busy,         \* busy[k]: key k's lane has a batch in flight
+    flight,       \* flight[s]: batches in flight on shard s, each [key, ins]
+    marking,      \* Flaw = "TwoStepTake" only: keys taken, not yet marked busy
+    answers,      \* answers[i]: outcomes caller i has received so far
+    \* History for G2 only; the implementation keeps none of it.
+    clock,        \* clock[k]: admissions and sends of key k so far
+    admitAt,      \* admitAt[i]: key[i]'s clock when i was admitted, or Never
+    sentAt        \* sentAt[i]: key[i]'s clock when i was sent, or Never
 
-vars == <<open, finished, status, key, rank, intake, lane, busy, flight,
-          marking, answers, hist>>
+closing == <<open, lanesClosed, finished>>
+caller  == <<status, key, rank, answers>>
+shard   == <<intake, lane, busy, flight, marking>>
+history == <<clock, admitAt, sentAt>>
+vars    == <<closing, caller, shard, history>>
 
 -----------------------------------------------------------------------------
 (* Helpers *)
@@ -95,24 +115,47 @@ vars == <<open, finished, status, key, rank, intake, lane, busy, flight,
 Min(a, b) == IF a <= b THEN a ELSE b
 Range(q) == {q[j] : j \in DOMAIN q}
 
-\* Number of inputs admitted on shard s and not yet sent.
-WaitingOn(s) == Cardinality({i \in Inputs : status[i] = "waiting" /\ ShardOf(key[i]) = s})
+\* Inputs admitted on shard s and not sent yet.
+WaitingOn(s) ==
+    Cardinality({i \in Inputs : status[i] = "waiting" /\ ShardOf(key[i]) = s})
 
-\* Where v goes in a lane kept in (rank, admission) order: after every
-\* input whose rank is not above its own.
-InsertByRank(q, v) ==
-    LET n == Cardinality({j \in DOMAIN q : rank[q[j]] <= rank[v]})
+\* A lane in (rank, admission) order: an input of rank r goes after every
+\* input whose rank is not above r.
+InsertByRank(q, v, r) ==
+    LET n == Cardinality({j \in DOMAIN q : rank[q[j]] <= r})
     IN  SubSeq(q, 1, n) \o <<v>> \o SubSeq(q, n + 1, Len(q))
 
+\* Give each caller in ins its outcome.
 Answer(ins, outcome) ==
     /\ status' = [i \in Inputs |-> IF i \in ins THEN outcome ELSE status[i]]
     /\ answers' = [i \in Inputs |-> IF i \in ins THEN answers[i] + 1 ELSE answers[i]]
+
+\* ferry_shard::Lanes::admit on shard s, for input i of key k and rank r:
+\* refused Closed once the lanes are closed, refused Full with WaitingMax
+\* inputs already waiting on the shard, otherwise into k's lane after every
+\* input of equal or lower rank (Flaw = "Unsorted": at the back). A busy
+\* lane admits too; it is only not taken. Sets status, answers, lane and the
+\* history; the caller of this operator sets key and rank.
+LanesAdmit(s, i, k, r) ==
+    IF lanesClosed[s]
+      THEN /\ Answer({i}, "closed")
+           /\ UNCHANGED <<lane, history>>
+    ELSE IF WaitingOn(s) >= WaitingMax
+      THEN /\ Answer({i}, "full")
+           /\ UNCHANGED <<lane, history>>
+    ELSE /\ lane' = [lane EXCEPT ![k] =
+                       IF Flaw = "Unsorted" THEN Append(@, i) ELSE InsertByRank(@, i, r)]
+         /\ status' = [status EXCEPT ![i] = "waiting"]
+         /\ clock' = [clock EXCEPT ![k] = @ + 1]
+         /\ admitAt' = [admitAt EXCEPT ![i] = clock[k] + 1]
+         /\ UNCHANGED <<answers, sentAt>>
 
 -----------------------------------------------------------------------------
 (* Initial state *)
 
 Init ==
     /\ open = TRUE
+    /\ lanesClosed = [s \in ShardIds |-> FALSE]
     /\ finished = [s \in ShardIds |-> FALSE]
     /\ status = [i \in Inputs |-> "idle"]
     /\ key = [i \in Inputs |-> NoKey]
@@ -123,30 +166,35 @@ Init ==
     /\ flight = [s \in ShardIds |-> {}]
     /\ marking = {}
     /\ answers = [i \in Inputs |-> 0]
-    /\ hist = [k \in Keys |-> <<>>]
+    /\ clock = [k \in Keys |-> 0]
+    /\ admitAt = [i \in Inputs |-> Never]
+    /\ sentAt = [i \in Inputs |-> Never]
 
 -----------------------------------------------------------------------------
-(* Callers (any thread) *)
+(* Callers on other threads *)
 
-\* submit, first half: check that the engine is open and, in the same atomic
-\* step, register as a caller mid-push on the key's shard, so the shard does
-\* not finish under it. Refused Closed when the engine is closed.
-\* TwoStepAdmit: the check is a plain read and the caller is not registered.
+\* submit, first step: pick a key, rank the input, and, in one atomic
+\* operation, check that the intake is open and register as a pusher, so the
+\* shard cannot seal its intake under the caller. Refused Closed at once
+\* when the engine is closed.
+\* TwoStepAdmit: the check is a plain read; the caller is not registered.
 Enter(i) ==
+    /\ i \notin Local
     /\ status[i] = "idle"
     /\ IF open
-         THEN \E k \in Keys, r \in Ranks :
+         THEN \E k \in Keys :
                 /\ key' = [key EXCEPT ![i] = k]
-                /\ rank' = [rank EXCEPT ![i] = r]
+                /\ rank' = [rank EXCEPT ![i] = RankOf(i)]
                 /\ status' = [status EXCEPT ![i] =
                                 IF Flaw = "TwoStepAdmit" THEN "checked" ELSE "pushing"]
                 /\ UNCHANGED answers
          ELSE /\ Answer({i}, "closed")
               /\ UNCHANGED <<key, rank>>
-    /\ UNCHANGED <<open, finished, intake, lane, busy, flight, marking, hist>>
+    /\ UNCHANGED <<closing, shard, history>>
 
-\* submit, second half: push into the shard's intake queue, or be refused
-\* Full at once when the queue is at capacity. Nothing here looks at open.
+\* submit, second step: push into the shard's intake queue and deregister,
+\* or be refused Full at once if the queue is at capacity. Nothing here
+\* looks at open.
 Push(i) ==
     /\ status[i] \in {"pushing", "checked"}
     /\ LET s == ShardOf(key[i]) IN
@@ -156,39 +204,43 @@ Push(i) ==
                 /\ UNCHANGED answers
            ELSE /\ Answer({i}, "full")
                 /\ UNCHANGED intake
-    /\ UNCHANGED <<open, finished, key, rank, lane, busy, flight, marking, hist>>
+    /\ UNCHANGED <<closing, key, rank, lane, busy, flight, marking, history>>
 
 -----------------------------------------------------------------------------
-(* A shard (one thread; every step below is atomic) *)
+(* A shard: one thread, so every step below is atomic *)
 
-\* Admit the oldest entry of the intake. Checking open and admitting are one
-\* step: after close an entry is refused Closed. Past WaitingMax it is
-\* refused Full. Otherwise it joins its key's lane at its rank (after equal
-\* ranks), or at the back with Flaw = "Unsorted". A busy lane still admits.
+\* The fast path: a task on shard s submits a key that s owns. On the
+\* shard's thread it checks open and admits in one step; no intake, no
+\* channel. (A task cannot run once its shard has exited.)
+SubmitLocal(i) ==
+    /\ i \in Local
+    /\ status[i] = "idle"
+    /\ \E k \in Keys :
+         LET s == ShardOf(k) IN
+         /\ ~finished[s]
+         /\ key' = [key EXCEPT ![i] = k]
+         /\ rank' = [rank EXCEPT ![i] = RankOf(i)]
+         /\ IF open
+              THEN LanesAdmit(s, i, k, RankOf(i))
+              ELSE /\ Answer({i}, "closed")
+                   /\ UNCHANGED <<lane, history>>
+    /\ UNCHANGED <<closing, intake, busy, flight, marking>>
+
+\* Admit the oldest intake entry. An entry whose push succeeded is admitted
+\* even if close came after the push: the lanes close only once the intake
+\* is sealed and empty.
 Admit(s) ==
     /\ ~finished[s]
     /\ intake[s] # <<>>
-    /\ LET i == Head(intake[s])
-           k == key[i]
-       IN  /\ intake' = [intake EXCEPT ![s] = Tail(@)]
-           /\ IF ~open
-                THEN /\ Answer({i}, "closed")
-                     /\ UNCHANGED <<lane, hist>>
-              ELSE IF WaitingOn(s) >= WaitingMax
-                THEN /\ Answer({i}, "full")
-                     /\ UNCHANGED <<lane, hist>>
-              ELSE /\ lane' = [lane EXCEPT ![k] =
-                                 IF Flaw = "Unsorted" THEN Append(@, i)
-                                                      ELSE InsertByRank(@, i)]
-                   /\ status' = [status EXCEPT ![i] = "waiting"]
-                   /\ hist' = [hist EXCEPT ![k] = Append(@, [ev |-> "admit", in |-> i])]
-                   /\ UNCHANGED answers
-    /\ UNCHANGED <<open, finished, key, rank, busy, flight, marking>>
+    /\ LET i == Head(intake[s]) IN
+         /\ intake' = [intake EXCEPT ![s] = Tail(@)]
+         /\ LanesAdmit(s, i, key[i], rank[i])
+    /\ UNCHANGED <<closing, key, rank, busy, flight, marking>>
 
 \* Take a batch from the front of a lane that is not busy, while a slot is
 \* free, and mark the lane busy in the same step.
 \* NoBusyGuard: a busy lane can be taken again.
-\* TwoStepTake: marking busy is a later, separate step (MarkBusy).
+\* TwoStepTake: the lane is marked busy later, by a separate step (MarkBusy).
 Take(s, k) ==
     /\ ~finished[s]
     /\ lane[k] # <<>>
@@ -199,79 +251,94 @@ Take(s, k) ==
        IN  /\ lane' = [lane EXCEPT ![k] = SubSeq(@, n + 1, Len(@))]
            /\ flight' = [flight EXCEPT ![s] = @ \cup {[key |-> k, ins |-> batch]}]
            /\ status' = [i \in Inputs |-> IF i \in Range(batch) THEN "sent" ELSE status[i]]
-           /\ hist' = [hist EXCEPT ![k] =
-                         @ \o [j \in 1 .. n |-> [ev |-> "send", in |-> batch[j]]]]
+           \* the batch function gets the inputs in batch order
+           /\ clock' = [clock EXCEPT ![k] = @ + n]
+           /\ sentAt' = [i \in Inputs |->
+                           IF i \in Range(batch)
+                             THEN clock[k] + (CHOOSE j \in 1 .. n : batch[j] = i)
+                             ELSE sentAt[i]]
     /\ IF Flaw = "TwoStepTake"
          THEN /\ marking' = marking \cup {k}
               /\ UNCHANGED busy
          ELSE /\ busy' = [busy EXCEPT ![k] = TRUE]
               /\ UNCHANGED marking
-    /\ UNCHANGED <<open, finished, key, rank, intake, answers>>
+    /\ UNCHANGED <<closing, key, rank, answers, intake, admitAt>>
 
-\* Only with Flaw = "TwoStepTake": the delayed second half of a take.
+\* TwoStepTake only: the delayed second half of a take.
 MarkBusy(s, k) ==
     /\ ~finished[s]
     /\ k \in marking
     /\ busy' = [busy EXCEPT ![k] = TRUE]
     /\ marking' = marking \ {k}
-    /\ UNCHANGED <<open, finished, status, key, rank, intake, lane, flight,
-                   answers, hist>>
+    /\ UNCHANGED <<closing, caller, intake, lane, flight, history>>
 
 \* A batch in flight completes, with its outputs or with an error. Either
-\* way each of its callers gets exactly one answer and the lane is released:
-\* taken again later if it still has inputs, gone (empty) if not.
+\* way each of its callers gets one answer, the slot is freed and the lane
+\* released: taken again later if it still has inputs, gone if empty.
 Complete(s, b, outcome) ==
     /\ ~finished[s]
     /\ b \in flight[s]
     /\ flight' = [flight EXCEPT ![s] = @ \ {b}]
     /\ busy' = [busy EXCEPT ![b.key] = FALSE]
     /\ Answer(Range(b.ins), outcome)
-    /\ UNCHANGED <<open, finished, key, rank, intake, lane, marking, hist>>
+    /\ UNCHANGED <<closing, key, rank, intake, lane, marking, history>>
 
-\* After close, the shard exits once its intake is empty, every lane is
-\* drained, nothing is in flight and no registered caller is mid-push.
-Finish(s) ==
+\* After close, once the intake is sealed (no registered pusher is left, and
+\* none can register any more) and drained, the shard closes its lanes:
+\* every waiting lane is ready from now on and nothing more is admitted.
+CloseLanes(s) ==
     /\ ~open
-    /\ ~finished[s]
+    /\ ~lanesClosed[s]
+    /\ \A i \in Inputs : status[i] = "pushing" => ShardOf(key[i]) # s
     /\ intake[s] = <<>>
+    /\ lanesClosed' = [lanesClosed EXCEPT ![s] = TRUE]
+    /\ UNCHANGED <<open, finished, caller, shard, history>>
+
+\* With its lanes closed, the shard exits once quiet: no lane, nothing in
+\* flight.
+Finish(s) ==
+    /\ lanesClosed[s]
+    /\ ~finished[s]
     /\ flight[s] = {}
     /\ \A k \in KeysOf(s) : lane[k] = <<>> /\ k \notin marking
-    /\ \A i \in Inputs : status[i] = "pushing" => ShardOf(key[i]) # s
     /\ finished' = [finished EXCEPT ![s] = TRUE]
-    /\ UNCHANGED <<open, status, key, rank, intake, lane, busy, flight, marking,
-                   answers, hist>>
+    /\ UNCHANGED <<open, lanesClosed, caller, shard, history>>
 
 ShardStep(s) ==
     \/ Admit(s)
     \/ \E k \in KeysOf(s) : Take(s, k) \/ MarkBusy(s, k)
     \/ \E b \in flight[s], outcome \in {"ok", "failed"} : Complete(s, b, outcome)
+    \/ CloseLanes(s)
     \/ Finish(s)
 
 -----------------------------------------------------------------------------
 (* The user *)
 
-\* Engine::close: every intake refuses from now on; each shard drains.
+\* Engine::close: every intake refuses from now on, and each shard drains.
 Close ==
     /\ open
     /\ open' = FALSE
-    /\ UNCHANGED <<finished, status, key, rank, intake, lane, busy, flight,
-                   marking, answers, hist>>
+    /\ UNCHANGED <<lanesClosed, finished, caller, shard, history>>
 
-\* Every caller has its outcome: nothing more happens (not a deadlock).
+\* At rest: no caller waits for an outcome, and the engine is either open
+\* or closed with every shard exited. Nothing has to happen any more (the
+\* model may stop here; this is not a deadlock).
 Done ==
-    /\ \A i \in Inputs : status[i] \in Answers
+    /\ \A i \in Inputs : status[i] \in {"idle"} \cup Answers
+    /\ open \/ \A s \in ShardIds : finished[s]
     /\ UNCHANGED vars
 
 -----------------------------------------------------------------------------
 
 Next ==
-    \/ \E i \in Inputs : Enter(i) \/ Push(i)
+    \/ \E i \in Inputs : Enter(i) \/ Push(i) \/ SubmitLocal(i)
     \/ \E s \in ShardIds : ShardStep(s)
     \/ Close
     \/ Done
 
-\* Shard threads keep running and batch functions return; a caller that has
-\* started a push finishes it. Calling submit and close are left free.
+\* A shard thread keeps running and batch functions return; a caller that
+\* has started to push finishes its push. Whether and when callers submit
+\* and the user closes is left free.
 Fairness ==
     /\ \A s \in ShardIds : WF_vars(ShardStep(s))
     /\ \A i \in Inputs : WF_vars(Push(i))
@@ -279,60 +346,45 @@ Fairness ==
 Spec == Init /\ [][Next]_vars /\ Fairness
 
 -----------------------------------------------------------------------------
-(* History queries for G2 *)
+(* Guarantees (SPEC section 1), checked by every configuration *)
 
-Never == 2 * Cardinality(Inputs) + 1     \* beyond any position in hist
+InFlight == UNION {flight[s] : s \in ShardIds}
 
-\* Position in hist[key[i]] of i's admission / send, or Never.
-EventAt(i, ev) ==
-    LET h == hist[key[i]]
-        at == {j \in DOMAIN h : h[j] = [ev |-> ev, in |-> i]}
-    IN  IF at = {} THEN Never ELSE CHOOSE j \in at : TRUE
-
-AdmittedAt(i) == EventAt(i, "admit")
-SentAt(i) == EventAt(i, "send")
+\* G1: at no moment are two batches of one key in flight.
+OneInFlightPerKey ==
+    \A b1, b2 \in InFlight : b1.key = b2.key => b1 = b2
 
 \* a and b were in their lane at the same moment: each was admitted before
-\* the other was sent.
+\* the other was sent (an input never admitted has admitAt = Never).
 WaitedTogether(a, b) ==
-    /\ AdmittedAt(a) # Never /\ AdmittedAt(b) # Never
-    /\ AdmittedAt(b) < SentAt(a)
-    /\ AdmittedAt(a) < SentAt(b)
+    /\ admitAt[b] < sentAt[a]
+    /\ admitAt[a] < sentAt[b]
 
 \* (rank, admission) order.
 Before(a, b) ==
     \/ rank[a] < rank[b]
-    \/ rank[a] = rank[b] /\ AdmittedAt(a) < AdmittedAt(b)
-
------------------------------------------------------------------------------
-(* Guarantees (SPEC section 1) *)
-
-InFlight == UNION {flight[s] : s \in ShardIds}
-
-\* G1: at no moment two batches of one key in flight.
-OneInFlightPerKey ==
-    \A b1, b2 \in InFlight : b1.key = b2.key => b1 = b2
+    \/ rank[a] = rank[b] /\ admitAt[a] < admitAt[b]
 
 \* G2: of two inputs of a key that waited together, the one first in
-\* (rank, admission) order is sent first (in an earlier batch, or earlier in
-\* the same batch). Nothing is said of an input admitted after another was
-\* sent: a late input may follow an input it ranks below.
+\* (rank, admission) order is sent first: in an earlier batch, or earlier in
+\* the same batch. Nothing is said of an input admitted after another was
+\* sent: such a late input may follow an input it ranks below.
 SentInOrder ==
     \A a, b \in Inputs :
         ( /\ a # b
           /\ key[a] \in Keys /\ key[a] = key[b]
           /\ WaitedTogether(a, b)
           /\ Before(a, b)
-          /\ SentAt(a) # Never \/ SentAt(b) # Never )
-        => SentAt(a) < SentAt(b)
+          /\ sentAt[a] # Never \/ sentAt[b] # Never )
+        => sentAt[a] < sentAt[b]
 
-\* G3: a batch carries one key's inputs, on that key's shard.
+\* G3: a batch carries one key's inputs, and runs on that key's shard.
 OneKeyPerBatch ==
     \A s \in ShardIds : \A b \in flight[s] :
         /\ ShardOf(b.key) = s
         /\ \A j \in DOMAIN b.ins : key[b.ins[j]] = b.key
 
-\* G6 and the batch and slot bounds.
+\* G6, and the batch size and slot bounds.
 BoundsHold ==
     \A s \in ShardIds :
         /\ Len(intake[s]) <= IntakeMax
@@ -340,66 +392,76 @@ BoundsHold ==
         /\ Cardinality(flight[s]) <= Slots
         /\ \A b \in flight[s] : Len(b.ins) \in 1 .. BatchMax
 
-\* G4, safety half: nothing accepted is lost (each pending input is in
-\* exactly one place that matches its status) and no caller is answered
-\* twice. The other half is the liveness property EveryInputAnswered.
+\* G4, safety half: no caller gets two outcomes ...
 AnsweredOnce ==
-    /\ \A i \in Inputs : answers[i] = IF status[i] \in Answers THEN 1 ELSE 0
-    /\ \A i \in Inputs :
-         LET s == ShardOf(key[i])
-             inIntake == Cardinality({j \in DOMAIN intake[s] : intake[s][j] = i})
-             inLane   == Cardinality({j \in DOMAIN lane[key[i]] : lane[key[i]][j] = i})
-             inFlight == Cardinality({b \in flight[s] : i \in Range(b.ins)})
-         IN  key[i] \in Keys =>
-               /\ inIntake = IF status[i] = "intake" THEN 1 ELSE 0
-               /\ inLane   = IF status[i] = "waiting" THEN 1 ELSE 0
-               /\ inFlight = IF status[i] = "sent" THEN 1 ELSE 0
+    \A i \in Inputs : answers[i] = IF status[i] \in Answers THEN 1 ELSE 0
 
-\* G9: once a shard has finished draining, none of its inputs is accepted,
-\* admitted or in flight any more: nothing can be left behind to wait forever.
+\* ... and nothing accepted is lost: every pending input is in exactly one
+\* place, the one its status names. The other half of G4 is the liveness
+\* property EveryInputAnswered.
+NothingLost ==
+    /\ \A s \in ShardIds :
+         /\ Len(intake[s]) = Cardinality(Range(intake[s]))
+         /\ Range(intake[s]) = {i \in Inputs : status[i] = "intake" /\ ShardOf(key[i]) = s}
+    /\ \A k \in Keys :
+         /\ Len(lane[k]) = Cardinality(Range(lane[k]))
+         /\ Range(lane[k]) = {i \in Inputs : status[i] = "waiting" /\ key[i] = k}
+    /\ \A b \in InFlight : Len(b.ins) = Cardinality(Range(b.ins))
+    /\ \A b1, b2 \in InFlight : b1 # b2 => Range(b1.ins) \cap Range(b2.ins) = {}
+    /\ {i \in Inputs : status[i] = "sent"} = UNION {Range(b.ins) : b \in InFlight}
+
+\* G9: once a shard has finished draining, none of its inputs is in its
+\* intake, a lane or a batch: nothing is accepted after the shard is gone,
+\* so nothing can be left there to wait forever.
 NothingAfterFinish ==
     \A i \in Inputs :
         (key[i] \in Keys /\ finished[ShardOf(key[i])])
             => status[i] \notin {"intake", "waiting", "sent"}
 
-(* Internal bookkeeping of the design as built (checked in PerKey.cfg only:  *)
-(* a broken design breaks these before the guarantee it exists to show).    *)
+\* G4 and G9, liveness: every caller that calls submit is eventually
+\* answered or refused. Written as "eventually, and from then on, no caller
+\* is waiting": the two say the same here, since each caller submits at most
+\* once and an outcome is final; this form is much cheaper for TLC to check.
+EveryInputAnswered ==
+    <>[](\A i \in Inputs : status[i] \in {"idle"} \cup Answers)
+
+\* G9, liveness: after close every shard eventually exits (open never comes
+\* back and an exited shard stays exited, so this is "close ~> all finished").
+ShardsExitAfterClose ==
+    <>[](open \/ \A s \in ShardIds : finished[s])
+
+-----------------------------------------------------------------------------
+(* Bookkeeping of the design as built, checked by PerKey.cfg only: a broken *)
+(* design breaks these before the guarantee its variant is there to show.  *)
 
 TypeOK ==
     /\ open \in BOOLEAN
+    /\ lanesClosed \in [ShardIds -> BOOLEAN]
     /\ finished \in [ShardIds -> BOOLEAN]
     /\ status \in [Inputs -> Statuses]
     /\ key \in [Inputs -> Keys \cup {NoKey}]
-    /\ rank \in [Inputs -> Ranks \cup {NoRank}]
+    /\ rank \in [Inputs -> {1, 2, NoRank}]
     /\ intake \in [ShardIds -> Seq(Inputs)]
     /\ lane \in [Keys -> Seq(Inputs)]
     /\ busy \in [Keys -> BOOLEAN]
     /\ \A s \in ShardIds : \A b \in flight[s] : b.key \in Keys /\ b.ins \in Seq(Inputs)
     /\ marking \subseteq Keys
     /\ answers \in [Inputs -> 0 .. 2]
+    /\ clock \in [Keys -> 0 .. Never]
+    /\ admitAt \in [Inputs -> 1 .. Never]
+    /\ sentAt \in [Inputs -> 1 .. Never]
 
-\* A lane is sorted by (rank, admission).
-LanesSorted ==
-    \A k \in Keys : \A j \in 1 .. Len(lane[k]) - 1 : Before(lane[k][j], lane[k][j + 1])
-
-\* busy[k] exactly when k has a batch in flight (G5: a lane lives only while
-\* it has waiting inputs or a batch in flight).
-BusyMatchesFlight ==
-    \A k \in Keys : busy[k] = (\E b \in InFlight : b.key = k)
-
-\* Inputs are routed to their key's shard.
+\* Intake entries are on their key's shard.
 RoutedByHash ==
     \A s \in ShardIds : \A j \in DOMAIN intake[s] : ShardOf(key[intake[s][j]]) = s
 
------------------------------------------------------------------------------
-(* Liveness *)
+\* Every lane is in (rank, admission) order.
+LanesSorted ==
+    \A k \in Keys : \A j \in 1 .. Len(lane[k]) - 1 : Before(lane[k][j], lane[k][j + 1])
 
-\* G4 and G9: every caller that called submit eventually gets its outcome.
-EveryInputAnswered ==
-    \A i \in Inputs : (status[i] # "idle") ~> (status[i] \in Answers)
-
-\* G9: after close, every shard eventually finishes.
-CloseFinishes ==
-    (~open) ~> (\A s \in ShardIds : finished[s])
+\* busy[k] exactly while k has a batch in flight (G5: a lane exists only
+\* while it has waiting inputs or a batch in flight).
+BusyMatchesFlight ==
+    \A k \in Keys : busy[k] = (\E b \in InFlight : b.key = k)
 
 =============================================================================
