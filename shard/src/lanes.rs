@@ -3,8 +3,9 @@
 //! A *lane* holds one key's waiting inputs in (rank, admission) order. It is
 //! *waiting* (partial and not yet due), *ready* (full, due, or the shard is
 //! closing) or *busy* (its batch is in flight). Time is passed in as `now`, a
-//! [`Duration`] since any origin the caller keeps fixed, so every method is a
-//! plain step that a test can drive one at a time against a model.
+//! [`Duration`] since any origin the caller keeps fixed, and never going
+//! backwards from one call to the next, so every method is a plain step that
+//! a test can drive one at a time against a model.
 //!
 //! What this structure guarantees (numbers are SPEC §1):
 //! - G1: [`Lanes::take`] marks the lane busy in the same call, and a busy lane
@@ -23,11 +24,17 @@
 //!
 //! Deadlines live in a FIFO, not a heap: with one `max_batch_delay`, the due
 //! time of each input (`arrival + delay`) grows with admission order. An entry
-//! is pushed per admitted input (only when the delay is positive) and checked
-//! lazily: it fires a lane only if that lane is waiting and its oldest waiting
-//! input is due. The entry of a lane's oldest waiting input is always still
-//! queued while the lane waits (it cannot have fired, or the lane would be
-//! ready), so no lane misses its deadline. Entries live at most one delay.
+//! is pushed per admitted input (only when the delay is positive) and names
+//! that input by its admission number. It is checked lazily and fires its lane
+//! only if the lane is waiting and the entry's input is the lane's oldest
+//! waiting input. So lanes become ready in the order their oldest inputs were
+//! admitted, whatever inputs of theirs were already sent (G7, G8).
+//!
+//! Invariant: while a lane waits, the entry of its oldest waiting input is
+//! still queued. An entry leaves the queue only when it is due (and then its
+//! lane is made ready if it waits, or is found due when its batch completes)
+//! or when its input can no longer be waiting. So no lane misses its deadline.
+//! Entries live at most one delay past the last [`Lanes::take`].
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -80,6 +87,9 @@ pub struct Batch<K, T> {
 #[derive(Debug)]
 struct Waiting<T> {
     rank: i64,
+    /// Admission number, unique in the structure: names the input in its
+    /// deadline entry.
+    seq: u64,
     arrival_ns: u64,
     weight: u64,
     item: T,
@@ -95,9 +105,11 @@ struct Lane<K, T> {
     state: LaneState,
     inputs: VecDeque<Waiting<T>>,
     weight_waiting: u64,
-    /// Arrival of the oldest waiting input; meaningless while `inputs` is
-    /// empty.
+    /// Arrival and admission number of the oldest waiting input (by arrival,
+    /// ties by admission; since arrivals grow with admission, that is the
+    /// smallest admission number); meaningless while `inputs` is empty.
     oldest_arrival_ns: u64,
+    oldest_seq: u64,
     /// Every input was appended at the back, so `inputs` is also in arrival
     /// order and the oldest is the front. Always true with `Order::arrival`.
     arrival_sorted: bool,
@@ -113,6 +125,7 @@ impl<K, T> Lane<K, T> {
             inputs: VecDeque::new(),
             weight_waiting: 0,
             oldest_arrival_ns: 0,
+            oldest_seq: 0,
             arrival_sorted: true,
         }
     }
@@ -129,12 +142,33 @@ impl<K, T> Lane<K, T> {
             || self.weight_waiting >= config.max_batch_weight
     }
 
-    fn recompute_oldest_arrival(&mut self) {
-        self.oldest_arrival_ns = if self.arrival_sorted {
-            self.inputs.front().map_or(0, |w| w.arrival_ns)
+    fn recompute_oldest(&mut self) {
+        let oldest = if self.arrival_sorted {
+            self.inputs.front()
         } else {
-            self.inputs.iter().map(|w| w.arrival_ns).min().unwrap_or(0)
+            self.inputs.iter().min_by_key(|w| w.seq)
         };
+        if let Some(oldest) = oldest {
+            self.oldest_arrival_ns = oldest.arrival_ns;
+            self.oldest_seq = oldest.seq;
+        }
+    }
+
+    /// Whether `deadline` is the entry of this lane's oldest waiting input.
+    fn is_deadline_of_oldest(&self, deadline: &Deadline) -> bool {
+        self.epoch == deadline.lane.epoch
+            && !self.inputs.is_empty()
+            && self.oldest_seq == deadline.seq
+    }
+
+    /// Whether `deadline`'s input has surely left this lane (the lane is
+    /// gone, empty, or its oldest waiting input was admitted later). An entry
+    /// that is not stale may still be needed, even while the lane is busy or
+    /// ready: after its batch, that input may be the oldest of a waiting lane.
+    fn is_stale(&self, deadline: &Deadline) -> bool {
+        self.epoch != deadline.lane.epoch
+            || self.inputs.is_empty()
+            || self.oldest_seq > deadline.seq
     }
 }
 
@@ -142,6 +176,8 @@ impl<K, T> Lane<K, T> {
 struct Deadline {
     due_ns: u64,
     lane: LaneId,
+    /// Admission number of the input this entry was pushed for.
+    seq: u64,
 }
 
 /// A retained lane buffer larger than this many inputs is released when its
@@ -185,6 +221,8 @@ pub struct Lanes<K, T> {
     /// state `Ready`.
     ready: VecDeque<u32>,
     deadlines: VecDeque<Deadline>,
+    /// Admission number of the next admitted input.
+    seq_next: u64,
     lanes_live: usize,
     lanes_busy: usize,
     waiting: usize,
@@ -213,6 +251,7 @@ where
             index: HashTable::new(),
             ready: VecDeque::new(),
             deadlines: VecDeque::new(),
+            seq_next: 0,
             lanes_live: 0,
             lanes_busy: 0,
             waiting: 0,
@@ -260,6 +299,8 @@ where
             return Err(Refusal { item, reason });
         }
         let now_ns = nanos(now);
+        let seq = self.seq_next;
+        self.seq_next += 1;
         let slot = self.lane_for(hash, key);
         let delay_ns = self.delay_ns;
         let lane = &mut self.slots[slot as usize];
@@ -268,6 +309,7 @@ where
         // order. The common case (arrival order) appends at the back.
         let waiting = Waiting {
             rank,
+            seq,
             arrival_ns: now_ns,
             weight,
             item,
@@ -282,6 +324,7 @@ where
         }
         if lane.inputs.len() == 1 {
             lane.oldest_arrival_ns = now_ns;
+            lane.oldest_seq = seq;
         }
         lane.weight_waiting += weight;
         self.waiting += 1;
@@ -294,6 +337,7 @@ where
             self.deadlines.push_back(Deadline {
                 due_ns: now_ns.saturating_add(delay_ns),
                 lane: lane.id(slot),
+                seq,
             });
         }
         if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
@@ -375,7 +419,7 @@ where
         let items: Vec<T> = lane.inputs.drain(..count).map(|w| w.item).collect();
         lane.weight_waiting -= weight;
         if !lane.inputs.is_empty() {
-            lane.recompute_oldest_arrival();
+            lane.recompute_oldest();
         }
         if lane.inputs.is_empty() {
             lane.arrival_sorted = true;
@@ -395,19 +439,23 @@ where
         })
     }
 
+    /// Makes ready every waiting lane whose oldest input is due by `now_ns`,
+    /// in the order those inputs were admitted (G7, G8).
     fn promote_due(&mut self, now_ns: u64) {
         while let Some(deadline) = self.deadlines.front().copied() {
             if deadline.due_ns > now_ns {
                 break;
             }
             self.deadlines.pop_front();
-            let delay_ns = self.delay_ns;
             let lane = &mut self.slots[deadline.lane.slot as usize];
-            let waits_and_is_due = lane.epoch == deadline.lane.epoch
-                && lane.state == LaneState::Waiting
-                && !lane.inputs.is_empty()
-                && lane.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
-            if waits_and_is_due {
+            // A lane fires at the entry of its oldest waiting input only, not
+            // at the entry of an input already sent: otherwise a lane could
+            // overtake one that was due before it when `take` comes late.
+            if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
+                debug_assert_eq!(
+                    lane.oldest_arrival_ns.saturating_add(self.delay_ns),
+                    deadline.due_ns
+                );
                 lane.state = LaneState::Ready;
                 self.ready.push_back(deadline.lane.slot);
             }
@@ -444,6 +492,7 @@ where
         } else {
             // Its oldest input's deadline entry is still queued (see the
             // module docs), so it will fire.
+            debug_assert!(delay_ns > 0);
             entry.state = LaneState::Waiting;
         }
     }
@@ -479,25 +528,49 @@ where
             return;
         }
         self.closed = true;
-        self.deadlines.clear();
+        // Waiting lanes join the ready line in the order their deadlines
+        // would have fired (oldest waiting input first), as `take` would
+        // promote them: every waiting lane has its oldest input's entry
+        // queued. Nothing is admitted any more, so no entry is needed after.
+        for deadline in self.deadlines.drain(..) {
+            let lane = &mut self.slots[deadline.lane.slot as usize];
+            if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
+                lane.state = LaneState::Ready;
+                self.ready.push_back(deadline.lane.slot);
+            }
+        }
+        // Every waiting lane was found above. Should one ever be missed, it
+        // still goes in line here: an input left waiting after close would
+        // never be answered (G9).
+        let mut missed = 0;
         for (slot, lane) in self.slots.iter_mut().enumerate() {
             if lane.key.is_some() && lane.state == LaneState::Waiting && !lane.inputs.is_empty() {
                 lane.state = LaneState::Ready;
                 self.ready.push_back(slot as u32);
+                missed += 1;
             }
         }
+        debug_assert_eq!(missed, 0, "a waiting lane had no deadline entry");
     }
 
-    /// The earliest time at which a waiting lane becomes due, if any. Stale
-    /// deadline entries at the front are dropped on the way.
+    /// When to call [`take`](Self::take) next for a deadline: never later
+    /// than the earliest moment a waiting lane becomes due, `None` if no lane
+    /// can become due. It is exactly that moment when the earliest pending
+    /// deadline belongs to a waiting lane; it may be earlier when it belongs
+    /// to a lane that is busy or ready now, because that lane may wait again
+    /// after its batch, and its oldest input's deadline must then still fire.
+    /// Entries whose input has surely left its lane are dropped on the way.
     pub fn next_deadline(&mut self) -> Option<Duration> {
+        // Dropping an entry only because its lane is busy or ready would
+        // break the invariant in the module docs: a lane completed before its
+        // oldest input is due would wait for a deadline that never fires.
         while let Some(deadline) = self.deadlines.front() {
             let lane = &self.slots[deadline.lane.slot as usize];
-            let live = lane.epoch == deadline.lane.epoch
-                && lane.state == LaneState::Waiting
-                && !lane.inputs.is_empty()
-                && lane.oldest_arrival_ns.saturating_add(self.delay_ns) <= deadline.due_ns;
-            if live {
+            if !lane.is_stale(deadline) {
+                debug_assert!(
+                    lane.state != LaneState::Waiting || lane.oldest_seq == deadline.seq,
+                    "a waiting lane's oldest input has its entry queued"
+                );
                 return Some(Duration::from_nanos(deadline.due_ns));
             }
             self.deadlines.pop_front();
