@@ -240,8 +240,13 @@ where
         self.lanes.close();
     }
 
-    /// When a waiting lane becomes due, if any.
+    /// A time no later than when the next waiting lane becomes due, if a
+    /// lane waits and a slot is free to send it. With every slot busy, the
+    /// next completion comes first and is the thing to wait for.
     pub fn next_deadline(&mut self) -> Option<Duration> {
+        if self.in_flight >= self.max_in_flight {
+            return None;
+        }
         self.lanes.next_deadline()
     }
 
