@@ -53,7 +53,9 @@ fn main() {
             run.per_second() / handoff.per_second()
         );
     }
-    latency(Duration::from_secs(seconds.min(3)));
+    for (pin, spin_us) in [(true, 0), (false, 0), (true, 50)] {
+        latency(Duration::from_secs(seconds.min(3)), pin, Duration::from_micros(spin_us));
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -204,9 +206,11 @@ fn ferry(run_for: Duration, keys: u64) -> (Run, f64) {
     (run, stats.sent as f64 / stats.batches.max(1) as f64)
 }
 
-fn latency(run_for: Duration) {
+fn latency(run_for: Duration, pin: bool, spin: Duration) {
     let engine: Engine<u64, u64, u64, ()> = Engine::builder()
         .shards(SHARDS)
+        .pin(pin)
+        .spin_before_park(spin)
         .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
         .expect("engine starts");
     let mut histogram = Histogram::<u64>::new(3).unwrap();
@@ -220,7 +224,7 @@ fn latency(run_for: Duration) {
     }
     let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1_000.0;
     println!(
-        "latency, 1 caller, 1 in flight: {n} inputs, p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
+        "latency (pin {pin}, spin {spin:?}), 1 caller, 1 in flight: {n} inputs, p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
         us(0.5),
         us(0.99),
         us(0.999),

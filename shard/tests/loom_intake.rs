@@ -1,0 +1,167 @@
+//! Model check of the intake's wake-up and close protocol (`src/intake.rs`)
+//! with loom: every interleaving of a few callers pushing, a thread closing,
+//! and the shard draining and going to sleep, up to a preemption bound.
+//!
+//! Checked in every interleaving:
+//! - no lost wake-up: the shard never sleeps forever while an input waits or
+//!   a close it has not seen is pending (loom reports a deadlock if it does);
+//! - nothing is accepted after the shard finished draining: every push that
+//!   returned `Ok` was popped by the shard before it stopped;
+//! - no caller is left waiting: every push returns, with `Ok` or with its
+//!   own input handed back (`Closed` or `Full`).
+//!
+//! The shard thread runs the same steps as the loop in `src/runtime.rs`:
+//! look for close and seal, drain, stop once sealed and empty, else
+//! `prepare_sleep` and park until woken, then `awake`.
+//!
+//! Loom treats a `SeqCst` load or store much like `AcqRel` (see its README),
+//! and the queue here is loom's stand-in for crossbeam's (a mutex around a
+//! `VecDeque`), so the check is of the protocol, not of crossbeam.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p ferry-shard --release --test loom_intake
+//! ```
+#![cfg(loom)]
+
+use std::collections::BTreeSet;
+use std::sync::Arc as StdArc;
+use std::task::{Wake, Waker};
+
+use ferry_shard::{Intake, Refused};
+use loom::sync::{Arc, Notify};
+use loom::thread;
+
+/// The shard's parking spot: a wake before the shard parks is kept, as a
+/// glommio wake-up is, so the next park returns at once.
+struct Parking(Notify);
+
+impl Wake for Parking {
+    fn wake(self: StdArc<Self>) {
+        self.0.notify();
+    }
+}
+
+/// The model's bounds: enough to find the interleavings that matter (a
+/// lost wake-up needs two preemptions), small enough to finish in seconds.
+fn model(test: impl Fn() + Send + Sync + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(test);
+}
+
+/// The shard's side: drains until, after a close, the intake is sealed and
+/// empty; or, with `until` set and no close, until that many items arrived.
+/// Returns every item popped.
+fn shard(intake: &Intake<u32>, until: Option<usize>) -> Vec<u32> {
+    let parking = StdArc::new(Parking(Notify::new()));
+    let waker = Waker::from(parking.clone());
+    let mut popped = Vec::new();
+    let mut close_seen = false;
+    let mut sealed = false;
+    loop {
+        if !close_seen && intake.is_closed() {
+            close_seen = true;
+        }
+        if close_seen && !sealed && intake.is_sealed() {
+            sealed = true;
+        }
+        while let Some(item) = intake.pop() {
+            popped.push(item);
+        }
+        if sealed && intake.is_empty() {
+            return popped;
+        }
+        if !close_seen && until.is_some_and(|n| popped.len() >= n) {
+            return popped;
+        }
+        if intake.prepare_sleep(&waker, close_seen, close_seen && !sealed) {
+            parking.0.wait();
+        }
+        intake.awake();
+    }
+}
+
+/// A caller pushing `item`: `Some(item)` if it was accepted; otherwise the
+/// input must come back unchanged, for a reason the setting allows.
+fn push(intake: &Intake<u32>, item: u32, full_allowed: bool) -> Option<u32> {
+    match intake.push(item) {
+        Ok(()) => Some(item),
+        Err(refusal) => {
+            assert_eq!(refusal.item, item, "a refused input comes back unchanged");
+            assert!(
+                refusal.reason == Refused::Closed
+                    || (full_allowed && refusal.reason == Refused::Full),
+                "refused as {:?}",
+                refusal.reason
+            );
+            None
+        }
+    }
+}
+
+/// Two callers push while another thread closes: everything accepted is
+/// drained before the shard stops, and the shard is never left asleep.
+fn pushes_racing_close(capacity: usize) {
+    model(move || {
+        let intake = Arc::new(Intake::new(capacity));
+        let pushers: Vec<_> = (1..=2)
+            .map(|item| {
+                let intake = intake.clone();
+                thread::spawn(move || push(&intake, item, capacity < 2))
+            })
+            .collect();
+        let closer = {
+            let intake = intake.clone();
+            thread::spawn(move || intake.close())
+        };
+        let popped = shard(&intake, None);
+        let accepted: BTreeSet<u32> = pushers
+            .into_iter()
+            .filter_map(|pusher| pusher.join().unwrap())
+            .collect();
+        closer.join().unwrap();
+        let popped_set: BTreeSet<u32> = popped.iter().copied().collect();
+        assert_eq!(popped.len(), popped_set.len(), "an item popped twice");
+        assert_eq!(
+            popped_set, accepted,
+            "the shard stopped without every accepted input (accepted after it finished?)"
+        );
+        assert!(intake.is_empty() && intake.is_sealed());
+        assert!(
+            intake.push(9).is_err(),
+            "a push after the shard finished is refused"
+        );
+    });
+}
+
+#[test]
+fn no_lost_wake_up_and_nothing_accepted_after_the_drain() {
+    pushes_racing_close(2);
+}
+
+#[test]
+fn a_full_intake_refuses_with_the_input_while_closing() {
+    pushes_racing_close(1);
+}
+
+/// Without close: two callers push and the shard, sleeping whenever it finds
+/// nothing, still receives both.
+#[test]
+fn every_push_wakes_a_sleeping_shard() {
+    model(|| {
+        let intake = Arc::new(Intake::new(2));
+        let pushers: Vec<_> = (1..=2)
+            .map(|item| {
+                let intake = intake.clone();
+                thread::spawn(move || push(&intake, item, false))
+            })
+            .collect();
+        let mut popped = shard(&intake, Some(2));
+        for pusher in pushers {
+            assert!(pusher.join().unwrap().is_some());
+        }
+        popped.sort_unstable();
+        assert_eq!(popped, vec![1, 2]);
+    });
+}

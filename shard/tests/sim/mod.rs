@@ -1,0 +1,6 @@
+//! The pieces of the shard simulation: a seeded generator, the scenario a
+//! seed plays, and the independent reference it is checked against.
+
+pub mod reference;
+pub mod rng;
+pub mod scenario;
