@@ -3,6 +3,8 @@
 //! side, before the input reaches a shard, so the caller gets the panic and
 //! the shard never sees the input: it keeps serving everyone else, and its
 //! counters stay consistent (nothing admitted, nothing refused for them).
+//! A key's `Eq` is different: it runs on the shard, and a panic there takes
+//! the shard down; the last test checks that no caller is left waiting.
 
 use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -245,4 +247,60 @@ fn an_error_whose_display_panics_is_still_delivered() {
         assert!(matches!(outcome, Err(FerryError::Failed(Sulky))));
     }
     assert_books_balance(&engine, 100);
+}
+
+/// A key whose equality panics when compared with key 13.
+#[derive(Clone, Debug, Hash)]
+struct ExplosiveEq(u64);
+
+impl PartialEq for ExplosiveEq {
+    fn eq(&self, other: &Self) -> bool {
+        assert!(self.0 != 13, "comparing key 13 panicked");
+        self.0 == other.0
+    }
+}
+impl Eq for ExplosiveEq {}
+
+/// `Eq` runs on the shard (to find a key's lane), so a panic there takes the
+/// shard down. What must still hold: every caller gets an outcome — answered,
+/// `Aborted`, or refused with its input — and nobody waits forever.
+#[test]
+fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting() {
+    let engine: Engine<ExplosiveEq, u64, u64, String> = Engine::builder()
+        .shards(1)
+        .pin(false)
+        .max_in_flight_batches(1)
+        .start(|_| {
+            |_key: ExplosiveEq, inputs: Vec<u64>| async move {
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                Ok::<_, String>(inputs)
+            }
+        })
+        .unwrap();
+    // Key 13's lane exists while its first batch runs; the second input of
+    // key 13 is compared with it, and the comparison panics on the shard.
+    let mut pending: Vec<_> = (0..3).map(|i| engine.submit(ExplosiveEq(13), i)).collect();
+    pending.extend((10..200).map(|i| engine.submit(ExplosiveEq(i), i)));
+    let outcomes = futures::executor::block_on(join_all(pending));
+    let aborted = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(FerryError::Aborted)))
+        .count();
+    assert!(aborted > 0, "the shard should have gone down: {outcomes:?}");
+    for outcome in &outcomes {
+        assert!(
+            matches!(
+                outcome,
+                Ok(_) | Err(FerryError::Aborted) | Err(FerryError::Refused { .. })
+            ),
+            "{outcome:?}"
+        );
+    }
+    // The shard is gone: new inputs are refused with the input, not lost.
+    match engine.submit_blocking(ExplosiveEq(1), 77) {
+        Err(FerryError::Refused { input: 77, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    engine.close();
+    engine.join();
 }

@@ -241,6 +241,14 @@ impl<T> Intake<T> {
     /// Hands `item` to the shard. Refused at once, with the item handed
     /// back, if the intake is closed (`Closed`) or full (`Full`).
     pub fn push(&self, item: T) -> Result<(), Refusal<T>> {
+        // Callers that come after close are turned away without touching the
+        // pusher count, so a stream of them cannot hold off the seal.
+        if self.state.load(SeqCst) & CLOSED != 0 {
+            return Err(Refusal {
+                item,
+                reason: Refused::Closed,
+            });
+        }
         let before = self.state.fetch_add(1, SeqCst);
         if before & CLOSED != 0 {
             self.state.fetch_sub(1, SeqCst);

@@ -138,8 +138,7 @@ impl<K, T> Lane<K, T> {
     }
 
     fn is_full(&self, config: &LanesConfig) -> bool {
-        self.inputs.len() >= config.max_batch_size
-            || self.weight_waiting >= config.max_batch_weight
+        self.inputs.len() >= config.max_batch_size || self.weight_waiting >= config.max_batch_weight
     }
 
     fn recompute_oldest(&mut self) {
@@ -180,9 +179,12 @@ struct Deadline {
     seq: u64,
 }
 
-/// A retained lane buffer larger than this many inputs is released when its
-/// lane is removed, so one burst on one key does not pin memory forever (G5).
-const LANE_CAPACITY_KEPT_MAX: usize = 256;
+/// A removed lane's buffer is kept with its slot (for the next lane there)
+/// only up to this many inputs. A key's lane lands in whatever slot is free
+/// each time it comes back, so keeping more would let retained memory grow
+/// towards live lanes × the largest burst any key ever had, not follow the
+/// inputs waiting now (G5). Measured by the soak run in docs/benchmarks.md.
+const LANE_CAPACITY_KEPT_MAX: usize = 8;
 
 /// All lanes of one shard. `K` is the key; `T` is whatever the caller keeps
 /// per input (the engine keeps the input and its reply handle).
@@ -299,6 +301,8 @@ where
             return Err(Refusal { item, reason });
         }
         let now_ns = nanos(now);
+        // Lanes that fell due go ahead of one this input may make full (G7).
+        self.promote_due(now_ns);
         let seq = self.seq_next;
         self.seq_next += 1;
         let slot = self.lane_for(hash, key);
@@ -472,6 +476,8 @@ where
     /// twice would break G1.
     pub fn complete(&mut self, lane: LaneId, now: Duration) {
         let now_ns = nanos(now);
+        // Lanes that fell due while the slots were busy go ahead of this one.
+        self.promote_due(now_ns);
         let slot = lane.slot;
         let delay_ns = self.delay_ns;
         let closed = self.closed;

@@ -119,6 +119,7 @@ where
     }
     builder
         .spawn(move || async move {
+            let _closing = CloseOnExit(&intake);
             let batch_fn = factory(config.id);
             let core: SharedCore<K, I, O, E> = Rc::new(RefCell::new(ShardCore::new(
                 config.lanes,
@@ -136,6 +137,31 @@ where
             run(&core, &nudge, &intake, &counters, batch_fn, origin).await;
         })
         .map_err(|err| std::io::Error::other(err.to_string()))
+}
+
+/// Closes and empties the intake when the shard's loop ends for any reason.
+/// After a normal exit the intake is already sealed and empty. If user code
+/// that runs on the shard (the key's `Eq` or `Clone`, a `Drop`) panics, the
+/// thread unwinds through here: callers already queued get `Aborted` (their
+/// reply is dropped unanswered), later ones `Refused::Closed`, and nobody
+/// waits on a shard that is gone (G4).
+struct CloseOnExit<'a, T>(&'a Intake<T>);
+
+impl<T> Drop for CloseOnExit<'_, T> {
+    fn drop(&mut self) {
+        let intake = self.0;
+        intake.close();
+        loop {
+            while let Some(inbound) = intake.pop() {
+                drop(inbound);
+            }
+            if intake.is_sealed() && intake.is_empty() {
+                break;
+            }
+            // A pusher is between registering and deregistering: nanoseconds.
+            std::thread::yield_now();
+        }
+    }
 }
 
 type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>);

@@ -187,6 +187,7 @@ impl Model {
         {
             return Err((id, Refused::Full));
         }
+        self.promote_due();
         self.waiting.push(Entry {
             key,
             rank,
@@ -206,14 +207,20 @@ impl Model {
         Ok(())
     }
 
-    fn take(&mut self) -> Option<Taken> {
-        // Waiting lanes that are due join the line, in the order they became
-        // due: by their oldest input's arrival, ties by its admission.
+    /// Waiting lanes that are due join the line, in the order they became
+    /// due: by their oldest input's arrival, ties by its admission. Every
+    /// step that can change the line does this first, so a lane that fell
+    /// due is never passed by one that became ready later (G7).
+    fn promote_due(&mut self) {
         for key in self.keys_waiting_oldest_first() {
             if self.is_due(key) {
                 self.ready_line.push(key);
             }
         }
+    }
+
+    fn take(&mut self) -> Option<Taken> {
+        self.promote_due();
         if self.ready_line.is_empty() {
             return None;
         }
@@ -234,6 +241,7 @@ impl Model {
     }
 
     fn complete(&mut self, key: u32) {
+        self.promote_due();
         let at = self
             .busy
             .iter()
