@@ -1,1 +1,53 @@
-//! placeholder
+//! `ferry-bench`: the `ferry-load` tool, which puts load on Ferry and on the
+//! alternatives it is compared with, all talking to one simulated store.
+//!
+//! - [`store`]: the simulated store (versions, conditional writes, round
+//!   trips timed by its own thread);
+//! - [`dist`]: which key each input goes to;
+//! - [`cpu`]: CPU time used by the process, for a cost per input;
+//! - [`load`]: the generator threads, closed or open loop, and one run;
+//! - [`systems`]: ferry, single-lock, batch-aint-one and unbatched behind
+//!   one trait;
+//! - [`run`]: one system at one shard count, from start to figures;
+//! - [`report`]: the progress line, the table and the JSON;
+//! - [`duration`]: durations as the command line writes them;
+//! - [`timing`]: how precisely the store thread wakes.
+//!
+//! ```no_run
+//! use ferry_bench::{dist, load, run, store, systems};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let store = store::Store::start(1_000, Duration::from_millis(1)).unwrap();
+//! let load = load::Load {
+//!     mode: load::Mode::Closed { clients: 100 },
+//!     generators: 1,
+//!     sampler: Arc::new(dist::KeySampler::new(dist::KeyDist::Zipf { exponent: 1.0 }, 1_000).unwrap()),
+//!     warmup: Duration::from_millis(200),
+//!     duration: Duration::from_secs(1),
+//!     drain_timeout: Duration::from_secs(5),
+//!     seed: 1,
+//! };
+//! let settings = systems::Settings {
+//!     max_batch_size: 64,
+//!     max_batch_delay: Duration::ZERO,
+//!     max_in_flight: 64,
+//!     max_queueing: 100_000,
+//!     tokio_workers: 2,
+//!     pin: false,
+//!     spin_before_park: Duration::ZERO,
+//! };
+//! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
+//! assert_eq!(result.lost, 0);
+//! ```
+#![warn(missing_docs)]
+
+pub mod cpu;
+pub mod dist;
+pub mod duration;
+pub mod load;
+pub mod report;
+pub mod run;
+pub mod store;
+pub mod systems;
+pub mod timing;

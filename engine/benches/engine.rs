@@ -54,7 +54,11 @@ fn main() {
         );
     }
     for (pin, spin_us) in [(true, 0), (false, 0), (true, 50)] {
-        latency(Duration::from_secs(seconds.min(3)), pin, Duration::from_micros(spin_us));
+        latency(
+            Duration::from_secs(seconds.min(3)),
+            pin,
+            Duration::from_micros(spin_us),
+        );
     }
 }
 

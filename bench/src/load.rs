@@ -1,0 +1,611 @@
+//! The load: generator threads that submit inputs to a [`System`] and time
+//! their outcomes, and the driver that runs them for one measured run.
+//!
+//! # Generators
+//!
+//! Each generator is its own thread (never a shard's or a runtime's) running
+//! a small executor: its tasks sit in a `FuturesUnordered`, and the thread
+//! parks when none can make progress, to be unparked by whichever thread
+//! answers. Two ways to load a system:
+//!
+//! - **Closed loop** (`--rate 0`): `clients` tasks, spread over the
+//!   generators, each submitting one input and awaiting its outcome before
+//!   the next. Latency runs from the submit to the outcome.
+//! - **Open loop** (`--rate R`): inputs are sent on a fixed schedule, R per
+//!   second across the generators, without waiting for earlier ones. Latency
+//!   runs from each input's *intended* send time, so a generator or system
+//!   that falls behind shows it in the latency (no coordinated omission). At
+//!   most `outstanding_max` inputs per generator are awaited at once; past
+//!   that, sending waits, and the wait counts in the latency as well.
+//!
+//! # Timeline of a run
+//!
+//! Warm-up, then the measured window (`duration`), then the drain: no new
+//! input is sent, and every input already submitted is awaited, for at most
+//! `drain_timeout`. Throughput counts the inputs answered with success inside
+//! the window; latency, the inputs sent inside it (answered whenever). The
+//! counts of submitted, answered and refused inputs cover the whole run, so
+//! an input that never came back is *lost* whenever it was sent.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+use futures::stream::{FuturesUnordered, StreamExt};
+use hdrhistogram::Histogram;
+
+use crate::dist::{KeySampler, Rng};
+use crate::store::new_histogram;
+use crate::systems::{BatchCounts, Outcome, System};
+
+/// How often a generator publishes its latencies for the progress line.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// How often the progress line is printed.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// Inputs an open-loop generator sends per turn of its loop at most, so it
+/// also gets around to collecting outcomes.
+const OPEN_SENDS_PER_TURN_MAX: usize = 256;
+
+/// Closed or open loop.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// `clients` tasks, each with one input outstanding at a time.
+    Closed {
+        /// Clients over all generators.
+        clients: usize,
+    },
+    /// A fixed schedule of `rate` inputs per second over all generators.
+    Open {
+        /// Inputs per second.
+        rate: f64,
+        /// Inputs awaited at once per generator, at most.
+        outstanding_max: usize,
+    },
+}
+
+/// What load to put on a system, and for how long.
+#[derive(Clone, Debug)]
+pub struct Load {
+    /// Closed or open loop.
+    pub mode: Mode,
+    /// Generator threads (at least 1).
+    pub generators: usize,
+    /// Which key each input goes to.
+    pub sampler: Arc<KeySampler>,
+    /// Load before the measured window (not counted in latency/throughput).
+    pub warmup: Duration,
+    /// The measured window.
+    pub duration: Duration,
+    /// How long to wait for outstanding inputs after the window.
+    pub drain_timeout: Duration,
+    /// Seeds the key choice.
+    pub seed: u64,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Inputs handed to the system (whole run).
+    pub submitted: u64,
+    /// Inputs answered with success (whole run).
+    pub done: u64,
+    /// Inputs answered with an error (whole run).
+    pub failed: u64,
+    /// Inputs refused at once (whole run).
+    pub refused: u64,
+    /// Inputs answered with success inside the measured window.
+    pub done_in_window: u64,
+    /// The measured window's length.
+    pub window: Duration,
+    /// Latency of the inputs sent inside the measured window and answered
+    /// with success (whenever), in nanoseconds.
+    pub latency: Histogram<u64>,
+    /// Batches in the measured window, if the system counts them.
+    pub batches: Option<BatchCounts>,
+    /// Whether the drain timed out with inputs still outstanding.
+    pub gave_up: bool,
+}
+
+impl Measured {
+    /// Inputs submitted and never answered (nor refused).
+    pub fn lost(&self) -> u64 {
+        self.submitted - self.done - self.failed - self.refused
+    }
+
+    /// Successful inputs per second over the measured window.
+    pub fn throughput(&self) -> f64 {
+        self.done_in_window as f64 / self.window.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// A snapshot for the live progress line.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// Time since the run started.
+    pub elapsed: Duration,
+    /// Where the run is.
+    pub phase: Phase,
+    /// Inputs answered with success per second, over the last interval.
+    pub inputs_per_s: f64,
+    /// p99 latency of the measured window so far, in nanoseconds.
+    pub p99_ns: Option<u64>,
+    /// Inputs submitted and not yet answered.
+    pub in_flight: u64,
+}
+
+/// The phases of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Before the measured window.
+    Warmup,
+    /// Inside it.
+    Measuring,
+    /// After it, awaiting outstanding inputs.
+    Draining,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Timeline {
+    start: Instant,
+    measure_from: Instant,
+    stop_at: Instant,
+    give_up_at: Instant,
+}
+
+impl Timeline {
+    fn in_window(&self, at: Instant) -> bool {
+        self.measure_from <= at && at < self.stop_at
+    }
+
+    fn phase(&self, now: Instant) -> Phase {
+        if now < self.measure_from {
+            Phase::Warmup
+        } else if now < self.stop_at {
+            Phase::Measuring
+        } else {
+            Phase::Draining
+        }
+    }
+}
+
+/// One generator's published counts, read by the driver.
+#[derive(Debug)]
+struct Published {
+    submitted: AtomicU64,
+    done: AtomicU64,
+    failed: AtomicU64,
+    refused: AtomicU64,
+    done_in_window: AtomicU64,
+    latency: Mutex<Histogram<u64>>,
+    finished: AtomicBool,
+    gave_up: AtomicBool,
+}
+
+impl Default for Published {
+    fn default() -> Self {
+        Self {
+            submitted: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            done_in_window: AtomicU64::new(0),
+            latency: Mutex::new(new_histogram()),
+            finished: AtomicBool::new(false),
+            gave_up: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Puts `load` on `system` and measures it. `on_progress` is called about
+/// once a second from the calling thread.
+pub fn drive<S: System>(
+    system: &S,
+    load: &Load,
+    mut on_progress: impl FnMut(&Progress),
+) -> Measured {
+    assert!(load.generators >= 1, "at least one generator");
+    let published: Vec<CachePadded<Published>> = (0..load.generators)
+        .map(|_| CachePadded::new(Published::default()))
+        .collect();
+    let start = Instant::now();
+    let measure_from = start + load.warmup;
+    let stop_at = measure_from + load.duration;
+    let timeline = Timeline {
+        start,
+        measure_from,
+        stop_at,
+        give_up_at: stop_at + load.drain_timeout,
+    };
+    let mut batches_from = None;
+    let mut batches_to = None;
+
+    std::thread::scope(|scope| {
+        for (index, published) in published.iter().enumerate() {
+            std::thread::Builder::new()
+                .name(format!("ferry-load-gen-{index}"))
+                .spawn_scoped(scope, move || {
+                    generate(index, system, load, timeline, published)
+                })
+                .expect("could not start a generator thread");
+        }
+
+        let mut next_tick = start + PROGRESS_EVERY;
+        let mut done_before = 0;
+        let mut tick_before = start;
+        loop {
+            let now = Instant::now();
+            if batches_from.is_none() && now >= measure_from {
+                batches_from = Some(system.batch_counts());
+            }
+            if batches_to.is_none() && now >= stop_at {
+                batches_to = Some(system.batch_counts());
+            }
+            if published.iter().all(|p| p.finished.load(Ordering::Acquire)) {
+                break;
+            }
+            if now >= next_tick {
+                let done: u64 = published
+                    .iter()
+                    .map(|p| p.done.load(Ordering::Relaxed))
+                    .sum();
+                let answered: u64 = published
+                    .iter()
+                    .map(|p| {
+                        p.done.load(Ordering::Relaxed)
+                            + p.failed.load(Ordering::Relaxed)
+                            + p.refused.load(Ordering::Relaxed)
+                    })
+                    .sum();
+                let submitted: u64 = published
+                    .iter()
+                    .map(|p| p.submitted.load(Ordering::Relaxed))
+                    .sum();
+                let latency = merge(&published);
+                on_progress(&Progress {
+                    elapsed: now - start,
+                    phase: timeline.phase(now),
+                    inputs_per_s: (done - done_before) as f64 / (now - tick_before).as_secs_f64(),
+                    p99_ns: (!latency.is_empty()).then(|| latency.value_at_quantile(0.99)),
+                    in_flight: submitted.saturating_sub(answered),
+                });
+                done_before = done;
+                tick_before = now;
+                next_tick += PROGRESS_EVERY;
+            }
+            let mut wake_at = next_tick;
+            if batches_from.is_none() {
+                wake_at = wake_at.min(measure_from);
+            }
+            if batches_to.is_none() {
+                wake_at = wake_at.min(stop_at);
+            }
+            // Look for finished generators often; the drain is usually short.
+            let wait = wake_at
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(10));
+            std::thread::sleep(wait);
+        }
+    });
+
+    let batches_to = batches_to.unwrap_or_else(|| system.batch_counts());
+    let batches = match (batches_from, batches_to) {
+        (Some(Some(from)), Some(to)) => Some(to.since(from)),
+        _ => None,
+    };
+    let sum = |field: fn(&Published) -> &AtomicU64| -> u64 {
+        published
+            .iter()
+            .map(|p| field(p).load(Ordering::Relaxed))
+            .sum()
+    };
+    Measured {
+        submitted: sum(|p| &p.submitted),
+        done: sum(|p| &p.done),
+        failed: sum(|p| &p.failed),
+        refused: sum(|p| &p.refused),
+        done_in_window: sum(|p| &p.done_in_window),
+        window: load.duration,
+        latency: merge(&published),
+        batches,
+        gave_up: published.iter().any(|p| p.gave_up.load(Ordering::Relaxed)),
+    }
+}
+
+fn merge(published: &[CachePadded<Published>]) -> Histogram<u64> {
+    let mut merged = new_histogram();
+    for p in published {
+        let latency = p
+            .latency
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        merged.add(&*latency).expect("histograms of equal bounds");
+    }
+    merged
+}
+
+/// What a generator's tasks share, on its own thread.
+struct Local<'a> {
+    published: &'a Published,
+    timeline: Timeline,
+    latency: RefCell<Histogram<u64>>,
+}
+
+impl Local<'_> {
+    /// Counts one outcome of an input sent (or meant to be sent) at `sent`.
+    fn count(&self, outcome: Outcome, sent: Instant) {
+        let published = self.published;
+        match outcome {
+            Outcome::Done => {
+                let answered = Instant::now();
+                published.done.fetch_add(1, Ordering::Relaxed);
+                if self.timeline.in_window(answered) {
+                    published.done_in_window.fetch_add(1, Ordering::Relaxed);
+                }
+                if self.timeline.in_window(sent) {
+                    let took = u64::try_from((answered - sent).as_nanos()).unwrap_or(u64::MAX);
+                    self.latency.borrow_mut().saturating_record(took.max(1));
+                }
+            }
+            Outcome::Failed => {
+                published.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            Outcome::Refused => {
+                published.refused.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let mut local = self.latency.borrow_mut();
+        if local.is_empty() {
+            return;
+        }
+        let mut shared = self
+            .published
+            .latency
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        shared.add(&*local).expect("histograms of equal bounds");
+        local.reset();
+    }
+}
+
+type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// One generator thread: its tasks, its open-loop schedule, and parking.
+fn generate<S: System>(
+    index: usize,
+    system: &S,
+    load: &Load,
+    timeline: Timeline,
+    published: &Published,
+) {
+    let local = Local {
+        published,
+        timeline,
+        latency: RefCell::new(new_histogram()),
+    };
+    let mut rng = Rng::new(load.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut schedule = match load.mode {
+        Mode::Closed { .. } => None,
+        Mode::Open {
+            rate,
+            outstanding_max,
+        } => {
+            crate::timing::lower_timer_slack();
+            Some(OpenSchedule {
+                next: 0,
+                index,
+                generators: load.generators,
+                rate,
+                outstanding_max: outstanding_max.max(1),
+            })
+        }
+    };
+    let thread_waker = Arc::new(ThreadWaker {
+        thread: std::thread::current(),
+        woken: AtomicBool::new(false),
+    });
+    let waker = Waker::from(Arc::clone(&thread_waker));
+    let mut tasks: FuturesUnordered<Task<'_>> = FuturesUnordered::new();
+
+    if let Mode::Closed { clients } = load.mode {
+        let mine = clients / load.generators + usize::from(index < clients % load.generators);
+        for client in 0..mine {
+            let rng = Rng::new(rng.next_u64() ^ client as u64);
+            tasks.push(Box::pin(closed_client(system, &load.sampler, &local, rng)));
+        }
+    }
+
+    let mut next_publish = Instant::now() + PUBLISH_EVERY;
+    loop {
+        thread_waker.woken.store(false, Ordering::SeqCst);
+        let mut cx = Context::from_waker(&waker);
+        while let Poll::Ready(Some(())) = tasks.poll_next_unpin(&mut cx) {}
+
+        let now = Instant::now();
+        let mut wake_at = next_publish.min(timeline.give_up_at);
+        if let Some(schedule) = &mut schedule {
+            for _ in 0..OPEN_SENDS_PER_TURN_MAX {
+                if tasks.len() >= schedule.outstanding_max {
+                    break;
+                }
+                let Some(intended) = schedule.intended(&timeline) else {
+                    break;
+                };
+                if intended > now {
+                    wake_at = wake_at.min(intended);
+                    break;
+                }
+                schedule.next += 1;
+                let key = load.sampler.sample(&mut rng);
+                tasks.push(Box::pin(open_input(
+                    system,
+                    &local,
+                    key,
+                    schedule.next,
+                    intended,
+                )));
+                // Collect it (and any other outcome) on the next turn.
+                thread_waker.woken.store(true, Ordering::SeqCst);
+            }
+        }
+        if now >= next_publish {
+            local.publish();
+            next_publish = now + PUBLISH_EVERY;
+        }
+        let sending = schedule
+            .as_ref()
+            .is_some_and(|s| s.intended(&timeline).is_some());
+        if tasks.is_empty() && !sending {
+            break;
+        }
+        if now >= timeline.give_up_at {
+            // What is still outstanding now is lost.
+            published.gave_up.store(true, Ordering::Relaxed);
+            break;
+        }
+        if !thread_waker.woken.load(Ordering::SeqCst) && wake_at > now {
+            std::thread::park_timeout(wake_at - now);
+        }
+    }
+    drop(tasks);
+    local.publish();
+    published.finished.store(true, Ordering::Release);
+}
+
+/// A closed-loop client: one input outstanding at a time until the window
+/// ends.
+async fn closed_client<S: System>(
+    system: &S,
+    sampler: &KeySampler,
+    local: &Local<'_>,
+    mut rng: Rng,
+) {
+    let mut input = 0_u64;
+    loop {
+        let sent = Instant::now();
+        if sent >= local.timeline.stop_at {
+            return;
+        }
+        let key = sampler.sample(&mut rng);
+        input += 1;
+        local.published.submitted.fetch_add(1, Ordering::Relaxed);
+        let (outcome, waited) = Watched::new(system.submit(key, input)).await;
+        local.count(outcome, sent);
+        if !waited {
+            // Answered without ever waiting (a refusal, or a system with
+            // nothing in between): let the other clients have a turn.
+            YieldNow::default().await;
+        }
+    }
+}
+
+/// An open-loop input, meant to be sent at `intended`.
+async fn open_input<S: System>(
+    system: &S,
+    local: &Local<'_>,
+    key: u64,
+    input: u64,
+    intended: Instant,
+) {
+    local.published.submitted.fetch_add(1, Ordering::Relaxed);
+    let outcome = system.submit(key, input).await;
+    local.count(outcome, intended);
+}
+
+/// An open-loop generator's share of the schedule: inputs
+/// `index, index + generators, ...` of the global sequence, input `n` of
+/// which is due `n / rate` seconds after the start.
+struct OpenSchedule {
+    /// How many of this generator's inputs were sent.
+    next: u64,
+    index: usize,
+    generators: usize,
+    rate: f64,
+    outstanding_max: usize,
+}
+
+impl OpenSchedule {
+    /// When the next input is due, or `None` once the window is over.
+    fn intended(&self, timeline: &Timeline) -> Option<Instant> {
+        let global = self.next * self.generators as u64 + self.index as u64;
+        let at = timeline.start + Duration::from_secs_f64(global as f64 / self.rate);
+        (at < timeline.stop_at).then_some(at)
+    }
+}
+
+/// Unparks the generator thread; remembers the wake until it looks.
+struct ThreadWaker {
+    thread: Thread,
+    woken: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.woken.swap(true, Ordering::SeqCst) {
+            self.thread.unpark();
+        }
+    }
+}
+
+/// A future's output, and whether it ever had to wait.
+struct Watched<F> {
+    inner: F,
+    waited: bool,
+}
+
+impl<F> Watched<F> {
+    fn new(inner: F) -> Self {
+        Self {
+            inner,
+            waited: false,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for Watched<F> {
+    type Output = (F::Output, bool);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.inner).poll(cx) {
+            Poll::Ready(output) => Poll::Ready((output, self.waited)),
+            Poll::Pending => {
+                self.waited = true;
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Gives the executor one turn.
+#[derive(Default)]
+struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            Poll::Ready(())
+        } else {
+            self.yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}

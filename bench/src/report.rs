@@ -1,0 +1,389 @@
+//! What `ferry-load` shows: the live progress line, the final table (one
+//! row per system and shard count), the ratios against ferry, and the
+//! `--json` file (SPEC §6, with a few more fields).
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::load::{Measured, Phase, Progress};
+
+/// One measured run of one system at one shard count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// `ferry`, `single-lock`, `batch-aint-one` or `unbatched`.
+    pub system: String,
+    /// Ferry's shard count; `None` for systems without shards.
+    pub shards: Option<usize>,
+    /// Inputs answered with success per second, measured window.
+    pub throughput: f64,
+    /// Inputs per batch in the measured window (1 for unbatched).
+    pub mean_batch: f64,
+    /// Latency percentiles of successful inputs, microseconds.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Largest, µs.
+    pub max_us: f64,
+    /// Conditional writes refused by the store (whole run).
+    pub conflicts: u64,
+    /// Inputs refused at once (whole run).
+    pub refused: u64,
+    /// Inputs submitted and never answered (whole run); must be 0.
+    pub lost: u64,
+    /// Inputs submitted (whole run).
+    pub submitted: u64,
+    /// Inputs answered with success (whole run).
+    pub completed: u64,
+    /// Inputs answered with an error (whole run).
+    pub failed: u64,
+    /// Inputs the store applied (whole run); equals `completed` when no
+    /// input was lost.
+    pub applied: u64,
+    /// How late the store delivered answers, 99th percentile, µs (`None`
+    /// with a zero round trip, where answers are immediate).
+    pub store_late_p99_us: Option<f64>,
+    /// How late at most, µs.
+    pub store_late_max_us: Option<f64>,
+    /// CPU time of the whole process (every thread: system, generators,
+    /// store) per input completed, over the whole run, µs.
+    pub cpu_us_per_input: f64,
+    /// Length of the measured window, seconds.
+    pub seconds: f64,
+}
+
+impl RunResult {
+    /// Builds a row from what the load measured and what the store saw.
+    pub fn new(
+        system: &str,
+        shards: Option<usize>,
+        measured: &Measured,
+        conflicts: u64,
+        applied: u64,
+        store_lateness: &Histogram<u64>,
+    ) -> Self {
+        let latency = &measured.latency;
+        let us = |ns: u64| (ns as f64 / 1_000.0 * 10.0).round() / 10.0;
+        let at = |q: f64| {
+            if latency.is_empty() {
+                0.0
+            } else {
+                us(latency.value_at_quantile(q))
+            }
+        };
+        let late = |ns: u64| (!store_lateness.is_empty()).then(|| us(ns));
+        RunResult {
+            system: system.to_string(),
+            shards,
+            throughput: measured.throughput().round(),
+            mean_batch: match measured.batches {
+                Some(counts) => (counts.mean() * 100.0).round() / 100.0,
+                None => 1.0,
+            },
+            p50_us: at(0.50),
+            p90_us: at(0.90),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us: if latency.is_empty() {
+                0.0
+            } else {
+                us(latency.max())
+            },
+            conflicts,
+            refused: measured.refused,
+            lost: measured.lost(),
+            submitted: measured.submitted,
+            completed: measured.done,
+            failed: measured.failed,
+            applied,
+            store_late_p99_us: late(store_lateness.value_at_quantile(0.99)),
+            store_late_max_us: late(store_lateness.max()),
+            cpu_us_per_input: 0.0,
+            seconds: measured.window.as_secs_f64(),
+        }
+    }
+
+    /// `ferry (2 shards)` or `single-lock`.
+    pub fn label(&self) -> String {
+        match self.shards {
+            Some(1) => format!("{} (1 shard)", self.system),
+            Some(shards) => format!("{} ({shards} shards)", self.system),
+            None => self.system.clone(),
+        }
+    }
+}
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+pub struct JsonReport<'a> {
+    /// The command line that produced it.
+    pub command: String,
+    /// One entry per system and shard count.
+    pub runs: &'a [RunResult],
+}
+
+/// The final table.
+///
+/// ```
+/// let table = ferry_bench::report::table(&[]);
+/// assert!(table.starts_with("system"));
+/// ```
+pub fn table(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<15} {:>6} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5}",
+        "system",
+        "shards",
+        "inputs/s",
+        "batch",
+        "p50 µs",
+        "p90 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs",
+        "conflicts",
+        "refused",
+        "failed",
+        "lost"
+    );
+    for run in runs {
+        let _ = writeln!(
+            out,
+            "{:<15} {:>6} {:>11} {:>6.2} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>8.2}",
+            run.system,
+            run.shards.map_or("-".to_string(), |s| s.to_string()),
+            thousands(run.throughput.round() as u64),
+            run.mean_batch,
+            micros(run.p50_us),
+            micros(run.p90_us),
+            micros(run.p99_us),
+            micros(run.p999_us),
+            micros(run.max_us),
+            thousands(run.conflicts),
+            thousands(run.refused),
+            thousands(run.failed),
+            thousands(run.lost),
+            run.cpu_us_per_input,
+        );
+    }
+    out
+}
+
+/// Ferry's throughput over each other system's, from the ferry run with the
+/// highest throughput.
+pub fn ratios(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let best = runs
+        .iter()
+        .filter(|run| run.system == "ferry")
+        .max_by(|a, b| a.throughput.total_cmp(&b.throughput));
+    let Some(ferry) = best else { return out };
+    for other in runs.iter().filter(|run| run.system != "ferry") {
+        if other.throughput > 0.0 {
+            let _ = writeln!(
+                out,
+                "{} / {}: {:.1}x throughput",
+                ferry.label(),
+                other.label(),
+                ferry.throughput / other.throughput
+            );
+        }
+    }
+    out
+}
+
+/// How precisely the store kept its round trip in each run.
+pub fn store_timing(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        if let (Some(p99), Some(max)) = (run.store_late_p99_us, run.store_late_max_us) {
+            let _ = writeln!(
+                out,
+                "store answers past due, {}: p99 {} µs, max {} µs",
+                run.label(),
+                micros(p99),
+                micros(max)
+            );
+        }
+    }
+    out
+}
+
+/// What went wrong, one line each: lost inputs, conflicts under ferry,
+/// inputs answered but not applied. Empty when the run is clean.
+pub fn problems(runs: &[RunResult]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for run in runs {
+        if run.lost > 0 {
+            problems.push(format!(
+                "{}: {} inputs were submitted and not answered within the drain timeout \
+                 (if the system was only overloaded, raise --drain-timeout or lower --rate)",
+                run.label(),
+                run.lost
+            ));
+        }
+        if run.system == "ferry" && run.conflicts > 0 {
+            problems.push(format!(
+                "{}: {} conflicting writes: two batches of one key were in flight at once",
+                run.label(),
+                run.conflicts
+            ));
+        }
+        if run.lost == 0 && run.applied != run.completed {
+            problems.push(format!(
+                "{}: the store applied {} inputs but {} were answered with success",
+                run.label(),
+                run.applied,
+                run.completed
+            ));
+        }
+    }
+    problems
+}
+
+/// The live progress line of one run.
+pub fn progress_line(label: &str, progress: &Progress) -> String {
+    let phase = match progress.phase {
+        Phase::Warmup => "warm-up",
+        Phase::Measuring => "measuring",
+        Phase::Draining => "draining",
+    };
+    let p99 = progress
+        .p99_ns
+        .map_or("-".to_string(), |ns| micros(ns as f64 / 1_000.0));
+    format!(
+        "{label:<24} {:>3}s {phase:<9} {:>11} inputs/s   p99 {p99:>9} µs   in flight {:>7}",
+        progress.elapsed.as_secs(),
+        thousands(progress.inputs_per_s.round() as u64),
+        thousands(progress.in_flight),
+    )
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Microseconds: one decimal below 100, whole and grouped above.
+pub fn micros(us: f64) -> String {
+    if us < 100.0 {
+        format!("{us:.1}")
+    } else {
+        thousands(us.round() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(system: &str, shards: Option<usize>, throughput: f64) -> RunResult {
+        RunResult {
+            system: system.to_string(),
+            shards,
+            throughput,
+            mean_batch: 1.0,
+            p50_us: 1.0,
+            p90_us: 2.0,
+            p99_us: 3.0,
+            p999_us: 4.0,
+            max_us: 5.0,
+            conflicts: 0,
+            refused: 0,
+            lost: 0,
+            submitted: 10,
+            completed: 10,
+            failed: 0,
+            applied: 10,
+            store_late_p99_us: None,
+            store_late_max_us: None,
+            cpu_us_per_input: 1.0,
+            seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(micros(12.34), "12.3");
+        assert_eq!(micros(12_345.6), "12,346");
+    }
+
+    #[test]
+    fn ratios_use_the_best_ferry_run() {
+        let runs = [
+            run("ferry", Some(1), 100.0),
+            run("ferry", Some(2), 300.0),
+            run("unbatched", None, 10.0),
+        ];
+        assert_eq!(
+            ratios(&runs),
+            "ferry (2 shards) / unbatched: 30.0x throughput\n"
+        );
+    }
+
+    #[test]
+    fn problems_name_lost_inputs_and_ferry_conflicts_only() {
+        let mut lost = run("unbatched", None, 1.0);
+        lost.lost = 3;
+        let mut conflicted = run("ferry", Some(2), 1.0);
+        conflicted.conflicts = 2;
+        let mut other_conflicts = run("single-lock", None, 1.0);
+        other_conflicts.conflicts = 5;
+        let problems = problems(&[
+            lost,
+            conflicted,
+            other_conflicts,
+            run("ferry", Some(1), 1.0),
+        ]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("not answered"));
+        assert!(problems[1].contains("conflicting writes"));
+    }
+
+    #[test]
+    fn json_has_the_spec_fields() {
+        let runs = [run("ferry", Some(2), 1.0)];
+        let json = serde_json::to_value(JsonReport {
+            command: "ferry-load".to_string(),
+            runs: &runs,
+        })
+        .unwrap();
+        let entry = &json["runs"][0];
+        for field in [
+            "system",
+            "shards",
+            "throughput",
+            "mean_batch",
+            "p50_us",
+            "p90_us",
+            "p99_us",
+            "p999_us",
+            "max_us",
+            "conflicts",
+            "refused",
+            "lost",
+            "submitted",
+            "completed",
+        ] {
+            assert!(!entry[field].is_null(), "missing {field}");
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! The simulated store every system talks to: one version per key, a read
+//! and a conditional write per batch, each one round trip of `rtt`.
+//!
+//! # What a batch costs
+//!
+//! [`Store::apply`] is the batch function's body for every system measured:
+//! read the key's version, then write `version + inputs` on the condition
+//! that the version is still the one read. If another batch of the same key
+//! wrote in between, the write is a *conflict*: counted, and the batch reads
+//! again and retries (at most [`WRITE_ATTEMPTS_MAX`] times). A system that
+//! keeps one batch per key in flight never conflicts; that is a check, not
+//! an assumption.
+//!
+//! A key's version is the number of inputs applied to it, so the sum of all
+//! versions is the number of inputs the store applied ([`Store::applied`]):
+//! it must equal the inputs answered with success.
+//!
+//! # Timing
+//!
+//! A request takes effect when it is sent (the versions are atomics, updated
+//! on the sender's thread); its answer is held back until one `rtt` after it
+//! was sent. The holding back is the store's own thread: it keeps pending
+//! answers in a heap by due time and sleeps until the earliest, with the
+//! kernel's timer slack lowered to 1 µs and its priority raised (see
+//! [`crate::timing`]), so answers come back within a few microseconds
+//! of their due time whatever runtime the caller uses (tokio's timer wheel,
+//! for instance, has 1 ms steps) and however busy the machine is. How late
+//! answers were is measured ([`Store::take_lateness`]) and reported with
+//! each run.
+//!
+//! With `rtt` zero an answer is ready at once, with no thread hop, for every
+//! system alike: that setting measures the systems' own overhead.
+//!
+//! The store thread never needs waking by a sender: every answer pending is
+//! due within `rtt`, and a request sent after the thread went to sleep is due
+//! at least `rtt` after that moment, so sleeping until the earliest pending
+//! answer, or for `rtt` when none is pending, never misses one.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_queue::ArrayQueue;
+use futures::channel::oneshot;
+use hdrhistogram::Histogram;
+
+/// A batch reads and tries to write at most this many times before it fails
+/// with [`StoreError::ConflictsExhausted`].
+pub const WRITE_ATTEMPTS_MAX: u32 = 100;
+
+/// Requests sent and not yet taken by the store thread, at most. A sender
+/// that finds the queue full yields until there is room.
+pub const PENDING_MAX: usize = 1 << 20;
+
+/// The store thread sleeps at most this long at a time, so it notices a stop.
+const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
+
+/// Why a store request did not succeed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// A conditional write found another version than the one expected.
+    Conflict {
+        /// The key written.
+        key: u64,
+        /// The version the writer expected.
+        expected: u64,
+        /// The version the store had.
+        current: u64,
+    },
+    /// A batch conflicted [`WRITE_ATTEMPTS_MAX`] times in a row.
+    ConflictsExhausted {
+        /// The key.
+        key: u64,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The store thread stopped with the request pending.
+    Stopped,
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Conflict {
+                key,
+                expected,
+                current,
+            } => write!(
+                f,
+                "conditional write of key {key} expected version {expected}, the store has {current}"
+            ),
+            StoreError::ConflictsExhausted { key, attempts } => write!(
+                f,
+                "key {key}: the write conflicted {attempts} times in a row; two batches of one key keep racing"
+            ),
+            StoreError::Stopped => f.write_str("the simulated store stopped with the request pending"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+type Answer = Result<u64, StoreError>;
+
+/// The simulated store. It lives for the rest of the process (it is leaked
+/// by [`Store::start`]), so batch functions hold a plain `&'static Store`
+/// and pay no reference counting per batch.
+pub struct Store {
+    versions: Box<[AtomicU64]>,
+    rtt: Duration,
+    conflicts: AtomicU64,
+    wire: Option<Arc<Wire>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the sender and the store thread share when `rtt > 0`.
+struct Wire {
+    queue: ArrayQueue<Pending>,
+    stop: AtomicBool,
+    /// How late answers were delivered, in nanoseconds past due.
+    lateness: Mutex<Histogram<u64>>,
+}
+
+struct Pending {
+    due: Instant,
+    answer: Answer,
+    reply: oneshot::Sender<Answer>,
+}
+
+impl Store {
+    /// A store for keys `0..keys` answering after `rtt`; starts its thread if
+    /// `rtt > 0`.
+    pub fn start(keys: u64, rtt: Duration) -> std::io::Result<&'static Store> {
+        let versions = (0..keys).map(|_| AtomicU64::new(0)).collect();
+        let (wire, thread) = if rtt.is_zero() {
+            (None, None)
+        } else {
+            let wire = Arc::new(Wire {
+                queue: ArrayQueue::new(PENDING_MAX),
+                stop: AtomicBool::new(false),
+                lateness: Mutex::new(new_histogram()),
+            });
+            let thread = std::thread::Builder::new()
+                .name("ferry-load-store".to_string())
+                .spawn({
+                    let wire = Arc::clone(&wire);
+                    move || run(&wire, rtt)
+                })?;
+            (Some(wire), Some(thread))
+        };
+        Ok(Box::leak(Box::new(Store {
+            versions,
+            rtt,
+            conflicts: AtomicU64::new(0),
+            wire,
+            thread: Mutex::new(thread),
+        })))
+    }
+
+    /// The round trip time of one request.
+    pub fn rtt(&self) -> Duration {
+        self.rtt
+    }
+
+    /// The number of keys.
+    pub fn keys(&self) -> u64 {
+        self.versions.len() as u64
+    }
+
+    /// Reads `key`'s version.
+    pub fn read(&self, key: u64) -> Response {
+        let version = self.slot(key).load(Ordering::Acquire);
+        self.answer_later(Ok(version))
+    }
+
+    /// Writes `expected + count` to `key` if its version is still
+    /// `expected`; answers the new version, or a [`StoreError::Conflict`].
+    pub fn write(&self, key: u64, expected: u64, count: u64) -> Response {
+        let slot = self.slot(key);
+        let answer = match slot.compare_exchange(
+            expected,
+            expected + count,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(expected + count),
+            Err(current) => {
+                self.conflicts.fetch_add(1, Ordering::Relaxed);
+                Err(StoreError::Conflict {
+                    key,
+                    expected,
+                    current,
+                })
+            }
+        };
+        self.answer_later(answer)
+    }
+
+    /// One batch of `count` inputs for `key`: read, then conditional write,
+    /// retried after a conflict. Answers the version the batch started from:
+    /// its inputs got versions `version + 1 ..= version + count`.
+    pub async fn apply(&'static self, key: u64, count: u64) -> Result<u64, StoreError> {
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let version = self.read(key).await?;
+            match self.write(key, version, count).await {
+                Ok(_) => return Ok(version),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(other) => return Err(other),
+            }
+        }
+        Err(StoreError::ConflictsExhausted {
+            key,
+            attempts: WRITE_ATTEMPTS_MAX,
+        })
+    }
+
+    /// Conditional writes refused as conflicts since the start.
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// Inputs applied since the start: the sum of every key's version.
+    pub fn applied(&self) -> u64 {
+        self.versions
+            .iter()
+            .map(|v| v.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// How late answers came back since the last call (nanoseconds past
+    /// their due time), and starts a new count. Empty when `rtt` is zero.
+    pub fn take_lateness(&self) -> Histogram<u64> {
+        match &self.wire {
+            None => new_histogram(),
+            Some(wire) => {
+                let mut lateness = lock(&wire.lateness);
+                let taken = lateness.clone();
+                lateness.reset();
+                taken
+            }
+        }
+    }
+
+    /// Stops the store thread once every pending answer is delivered, and
+    /// waits for it. Call it once traffic has ended: requests sent
+    /// afterwards fail with `Stopped`.
+    pub fn stop(&self) {
+        if let Some(wire) = &self.wire {
+            wire.stop.store(true, Ordering::Release);
+        }
+        if let Some(thread) = lock(&self.thread).take() {
+            let _ = thread.join();
+        }
+    }
+
+    fn slot(&self, key: u64) -> &AtomicU64 {
+        assert!(
+            key < self.keys(),
+            "key {key} outside the store's 0..{}",
+            self.keys()
+        );
+        &self.versions[key as usize]
+    }
+
+    fn answer_later(&self, answer: Answer) -> Response {
+        let Some(wire) = &self.wire else {
+            return Response::ready(answer);
+        };
+        if wire.stop.load(Ordering::Acquire) {
+            return Response::ready(Err(StoreError::Stopped));
+        }
+        let (reply, receiver) = oneshot::channel();
+        let mut pending = Pending {
+            due: Instant::now() + self.rtt,
+            answer,
+            reply,
+        };
+        loop {
+            match wire.queue.push(pending) {
+                Ok(()) => break,
+                Err(back) => {
+                    // Only a store thread that stopped or fell far behind
+                    // leaves the queue full.
+                    if wire.stop.load(Ordering::Acquire) {
+                        return Response::ready(Err(StoreError::Stopped));
+                    }
+                    pending = back;
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Response {
+            state: ResponseState::Waiting(receiver),
+        }
+    }
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("keys", &self.keys())
+            .field("rtt", &self.rtt)
+            .field("conflicts", &self.conflicts())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The answer to one request: ready at once when `rtt` is zero, otherwise
+/// when the store thread releases it. Works on any executor.
+#[must_use = "a response does nothing unless awaited"]
+pub struct Response {
+    state: ResponseState,
+}
+
+enum ResponseState {
+    Ready(Option<Answer>),
+    Waiting(oneshot::Receiver<Answer>),
+}
+
+impl Response {
+    fn ready(answer: Answer) -> Self {
+        Self {
+            state: ResponseState::Ready(Some(answer)),
+        }
+    }
+}
+
+impl Future for Response {
+    type Output = Answer;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer> {
+        match &mut self.get_mut().state {
+            ResponseState::Ready(answer) => {
+                Poll::Ready(answer.take().expect("Response polled after it completed"))
+            }
+            ResponseState::Waiting(receiver) => match Pin::new(receiver).poll(cx) {
+                Poll::Ready(Ok(answer)) => Poll::Ready(answer),
+                Poll::Ready(Err(oneshot::Canceled)) => Poll::Ready(Err(StoreError::Stopped)),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// A pending answer in the store thread's heap, earliest due first, ties in
+/// the order taken from the queue.
+struct Due {
+    due: Instant,
+    seq: u64,
+    pending: Pending,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.due, self.seq) == (other.due, other.seq)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.due, self.seq).cmp(&(other.due, other.seq))
+    }
+}
+
+/// The store thread: take new requests, deliver what is due, sleep until the
+/// next due time (see the module docs for why no wake-up is needed).
+fn run(wire: &Wire, rtt: Duration) {
+    if !crate::timing::lower_timer_slack() {
+        eprintln!("ferry-load: could not lower the store thread's timer slack; answers may come back up to 50 µs late");
+    }
+    if !crate::timing::raise_priority() {
+        eprintln!("ferry-load: could not raise the store thread's priority (needs CAP_SYS_NICE); on a busy machine its answers may come back late");
+    }
+    let mut heap: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
+    let mut seq = 0_u64;
+    loop {
+        while let Some(pending) = wire.queue.pop() {
+            heap.push(Reverse(Due {
+                due: pending.due,
+                seq,
+                pending,
+            }));
+            seq += 1;
+        }
+        let now = Instant::now();
+        if heap.peek().is_some_and(|Reverse(next)| next.due <= now) {
+            let mut lateness = lock(&wire.lateness);
+            while let Some(Reverse(next)) = heap.peek() {
+                if next.due > now {
+                    break;
+                }
+                let Reverse(Due { pending, .. }) = heap.pop().expect("peeked");
+                lateness.saturating_record(nanos(now - pending.due).max(1));
+                // A caller that gave up has nothing to be told.
+                let _ = pending.reply.send(pending.answer);
+            }
+        }
+        if heap.is_empty() && wire.queue.is_empty() && wire.stop.load(Ordering::Acquire) {
+            // A request that slipped in after the check is dropped here, and
+            // its sender sees `Stopped` rather than waiting forever.
+            while wire.queue.pop().is_some() {}
+            return;
+        }
+        let now = Instant::now();
+        let next = heap
+            .peek()
+            .map_or(now + rtt, |Reverse(next)| next.due)
+            .min(now + rtt)
+            .min(now + IDLE_SLEEP_MAX);
+        if next > now {
+            std::thread::sleep(next - now);
+        }
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A latency histogram: 1 ns to 1 hour, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::executor::block_on;
+
+    #[test]
+    fn a_batch_applies_its_inputs_and_answers_the_version_it_started_from() {
+        let store = Store::start(4, Duration::ZERO).unwrap();
+        assert_eq!(block_on(store.apply(2, 5)), Ok(0));
+        assert_eq!(block_on(store.apply(2, 3)), Ok(5));
+        assert_eq!(block_on(store.read(2)), Ok(8));
+        assert_eq!(store.applied(), 8);
+        assert_eq!(store.conflicts(), 0);
+    }
+
+    #[test]
+    fn two_overlapping_writes_from_one_version_conflict_once() {
+        for rtt in [Duration::ZERO, Duration::from_micros(200)] {
+            let store = Store::start(1, rtt).unwrap();
+            // Two batches of key 0 both read version 0 ...
+            let first = block_on(store.read(0)).unwrap();
+            let second = block_on(store.read(0)).unwrap();
+            assert_eq!((first, second), (0, 0));
+            // ... and both write on that condition: one wins, one conflicts.
+            let (a, b) = block_on(futures::future::join(
+                store.write(0, first, 1),
+                store.write(0, second, 1),
+            ));
+            assert_eq!(a, Ok(1));
+            assert_eq!(
+                b,
+                Err(StoreError::Conflict {
+                    key: 0,
+                    expected: 0,
+                    current: 1
+                })
+            );
+            assert_eq!(store.conflicts(), 1, "rtt {rtt:?}");
+            store.stop();
+        }
+    }
+
+    #[test]
+    fn racing_batches_retry_until_every_input_is_applied() {
+        let store = Store::start(1, Duration::from_micros(100)).unwrap();
+        let batches = (0..8).map(|_| store.apply(0, 2));
+        let versions = block_on(futures::future::join_all(batches));
+        let mut starts: Vec<u64> = versions.into_iter().map(Result::unwrap).collect();
+        starts.sort_unstable();
+        assert_eq!(starts, vec![0, 2, 4, 6, 8, 10, 12, 14]);
+        assert_eq!(store.applied(), 16);
+        assert!(store.conflicts() >= 7, "all eight read version 0 at first");
+        store.stop();
+    }
+
+    #[test]
+    fn answers_come_back_one_rtt_after_they_were_sent() {
+        let rtt = Duration::from_millis(2);
+        let store = Store::start(1, rtt).unwrap();
+        for _ in 0..20 {
+            let sent = Instant::now();
+            block_on(store.read(0)).unwrap();
+            let took = sent.elapsed();
+            assert!(took >= rtt, "answered early: {took:?}");
+            // Generous: CI machines are busy; the report shows the real figure.
+            assert!(
+                took < rtt + Duration::from_millis(5),
+                "answered late: {took:?}"
+            );
+        }
+        assert_eq!(store.take_lateness().len(), 20);
+        assert_eq!(store.take_lateness().len(), 0);
+        store.stop();
+        assert_eq!(block_on(store.read(0)), Err(StoreError::Stopped));
+    }
+}

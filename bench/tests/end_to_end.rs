@@ -1,0 +1,111 @@
+//! Each system under a small load for about half a second: every input is
+//! answered, the store applied exactly the inputs answered with success, and
+//! ferry never wrote from a stale version.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferry_bench::dist::{KeyDist, KeySampler};
+use ferry_bench::load::{Load, Mode};
+use ferry_bench::report::{problems, RunResult};
+use ferry_bench::run::run;
+use ferry_bench::store::Store;
+use ferry_bench::systems::{Settings, SystemKind};
+
+const KEYS: u64 = 50;
+
+fn settings() -> Settings {
+    Settings {
+        max_batch_size: 16,
+        max_batch_delay: Duration::ZERO,
+        max_in_flight: 8,
+        max_queueing: 10_000,
+        tokio_workers: 2,
+        pin: false,
+        spin_before_park: Duration::ZERO,
+    }
+}
+
+fn load(mode: Mode) -> Load {
+    Load {
+        mode,
+        generators: 2,
+        sampler: Arc::new(KeySampler::new(KeyDist::Zipf { exponent: 1.0 }, KEYS).unwrap()),
+        warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(400),
+        drain_timeout: Duration::from_secs(10),
+        seed: 7,
+    }
+}
+
+fn measure(kind: SystemKind, rtt: Duration, mode: Mode) -> RunResult {
+    let store = Store::start(KEYS, rtt).unwrap();
+    let result = run(kind, Some(1), 8, &settings(), store, &load(mode), |_| {}).unwrap();
+    store.stop();
+    result
+}
+
+fn assert_clean(result: &RunResult) {
+    assert_eq!(result.lost, 0, "{result:?}");
+    assert!(result.completed > 0, "nothing was answered: {result:?}");
+    assert_eq!(result.applied, result.completed, "{result:?}");
+    assert_eq!(result.failed, 0, "{result:?}");
+    assert!(result.throughput > 0.0 && result.p50_us > 0.0, "{result:?}");
+    assert!(
+        problems(std::slice::from_ref(result)).is_empty(),
+        "{result:?}"
+    );
+}
+
+const CLOSED: Mode = Mode::Closed { clients: 64 };
+const RTT: Duration = Duration::from_micros(200);
+
+#[test]
+fn ferry_loses_nothing_and_never_conflicts() {
+    let result = measure(SystemKind::Ferry, RTT, CLOSED);
+    assert_clean(&result);
+    assert_eq!(result.conflicts, 0);
+    assert_eq!(result.shards, Some(1));
+    assert!(
+        result.mean_batch > 1.0,
+        "64 clients on 50 zipf keys must batch: {result:?}"
+    );
+}
+
+#[test]
+fn ferry_in_an_open_loop_with_instant_answers() {
+    let result = measure(
+        SystemKind::Ferry,
+        Duration::ZERO,
+        Mode::Open {
+            rate: 20_000.0,
+            outstanding_max: 1_000,
+        },
+    );
+    assert_clean(&result);
+    assert_eq!(result.conflicts, 0);
+    // 20,000/s for 0.5 s, give or take the edges.
+    assert!((8_000..=12_000).contains(&result.submitted), "{result:?}");
+}
+
+#[test]
+fn single_lock_loses_nothing() {
+    let result = measure(SystemKind::SingleLock, RTT, CLOSED);
+    assert_clean(&result);
+    assert_eq!(result.conflicts, 0, "one batch per key, like ferry");
+}
+
+#[test]
+fn batch_aint_one_loses_nothing() {
+    let result = measure(SystemKind::BatchAintOne, RTT, CLOSED);
+    assert_clean(&result);
+    assert_eq!(result.conflicts, 0, "max_key_concurrency = 1");
+}
+
+#[test]
+fn unbatched_loses_nothing_and_sends_one_input_per_batch() {
+    let result = measure(SystemKind::Unbatched, RTT, CLOSED);
+    assert_clean(&result);
+    assert_eq!(result.conflicts, 0, "serialised per key");
+    assert_eq!(result.mean_batch, 1.0);
+}
