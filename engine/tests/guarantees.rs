@@ -38,6 +38,31 @@ fn echo_engine(
         .expect("engine starts")
 }
 
+/// An engine whose batch function records each batch in `seen`, then holds
+/// it until `open` is set: a key stays busy, and inputs pile up behind it.
+fn gated_engine(
+    open: &Arc<AtomicBool>,
+    seen: &Seen,
+    configure: impl FnOnce(Builder) -> Builder,
+) -> Engine<u64, u64, u64, String> {
+    let (open, seen) = (open.clone(), seen.clone());
+    configure(Engine::builder().shards(1).pin(false))
+        .start(move |_shard| {
+            let (open, seen) = (open.clone(), seen.clone());
+            move |key: u64, inputs: Vec<u64>| {
+                let (open, seen) = (open.clone(), seen.clone());
+                async move {
+                    seen.lock().unwrap().push((key, inputs.clone()));
+                    wait_for(&open).await;
+                    Ok::<_, String>(inputs)
+                }
+            }
+        })
+        .expect("engine starts")
+}
+
+type Builder = ferry::Builder<u64, u64, u64, String>;
+
 #[test]
 fn g1_one_batch_in_flight_per_key() {
     let in_flight: Arc<Mutex<HashMap<u64, usize>>> = Arc::default();
@@ -131,26 +156,10 @@ fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission() {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
     // Input = rank * 100 + admission number; rank = input / 100.
-    let engine: Engine<u64, u64, u64, String> = {
-        let (open, seen) = (open.clone(), seen.clone());
-        Engine::builder()
-            .shards(1)
-            .pin(false)
-            .max_batch_size(64)
+    let engine = gated_engine(&open, &seen, |b| {
+        b.max_batch_size(64)
             .order(Order::by(|input: &u64| (*input / 100) as i64))
-            .start(move |_shard| {
-                let (open, seen) = (open.clone(), seen.clone());
-                move |key: u64, inputs: Vec<u64>| {
-                    let (open, seen) = (open.clone(), seen.clone());
-                    async move {
-                        seen.lock().unwrap().push((key, inputs.clone()));
-                        wait_for(&open).await;
-                        Ok::<_, String>(inputs)
-                    }
-                }
-            })
-            .unwrap()
-    };
+    });
     let _open_on_exit = Opener(open.clone());
     // The first input goes alone and holds the key busy; the rest wait together.
     let first = engine.submit(9, 500);
@@ -326,28 +335,14 @@ fn g5_lanes_go_away_when_their_work_is_done() {
 #[test]
 fn g6_past_a_bound_submit_is_refused_at_once_with_the_input() {
     let open = Arc::new(AtomicBool::new(false));
-    let engine: Engine<u64, u64, u64, String> = {
-        let open = open.clone();
-        Engine::builder()
-            .shards(1)
-            .pin(false)
-            .max_batch_size(1)
+    let seen: Seen = Arc::default();
+    let engine = gated_engine(&open, &seen, |b| {
+        b.max_batch_size(1)
             .max_in_flight_batches(1)
             .max_queueing(10)
             .max_batch_weight(100)
             .weigh(|input: &u64| *input)
-            .start(move |_| {
-                let open = open.clone();
-                move |_key: u64, inputs: Vec<u64>| {
-                    let open = open.clone();
-                    async move {
-                        wait_for(&open).await;
-                        Ok::<_, String>(inputs)
-                    }
-                }
-            })
-            .unwrap()
-    };
+    });
     let _open_on_exit = Opener(open.clone());
     // Too heavy for any batch: refused on the caller's thread.
     match futures::executor::block_on(engine.submit(1, 101)) {
@@ -390,26 +385,12 @@ fn g6_past_a_bound_submit_is_refused_at_once_with_the_input() {
 #[test]
 fn g6_a_full_intake_refuses_at_once() {
     let open = Arc::new(AtomicBool::new(false));
-    let engine: Engine<u64, u64, u64, String> = {
-        let open = open.clone();
-        Engine::builder()
-            .shards(1)
-            .pin(false)
-            .intake_capacity(4)
+    let seen: Seen = Arc::default();
+    let engine = gated_engine(&open, &seen, |b| {
+        b.intake_capacity(4)
             .max_queueing(4)
             .max_in_flight_batches(1)
-            .start(move |_| {
-                let open = open.clone();
-                move |_key: u64, inputs: Vec<u64>| {
-                    let open = open.clone();
-                    async move {
-                        wait_for(&open).await;
-                        Ok::<_, String>(inputs)
-                    }
-                }
-            })
-            .unwrap()
-    };
+    });
     let _open_on_exit = Opener(open.clone());
     // At most 1 in flight + 4 waiting + 4 in the intake can be held.
     let pending: Vec<_> = (0..1_000).map(|i| engine.submit(i, i)).collect();
@@ -445,26 +426,12 @@ impl Drop for Opener {
 #[test]
 fn g6_the_queued_weight_is_bounded_too() {
     let open = Arc::new(AtomicBool::new(false));
-    let engine: Engine<u64, u64, u64, String> = {
-        let open = open.clone();
-        Engine::builder()
-            .shards(1)
-            .pin(false)
-            .max_in_flight_batches(1)
+    let seen: Seen = Arc::default();
+    let engine = gated_engine(&open, &seen, |b| {
+        b.max_in_flight_batches(1)
             .max_queued_weight(50)
             .weigh(|input: &u64| *input)
-            .start(move |_| {
-                let open = open.clone();
-                move |_key: u64, inputs: Vec<u64>| {
-                    let open = open.clone();
-                    async move {
-                        wait_for(&open).await;
-                        Ok::<_, String>(inputs)
-                    }
-                }
-            })
-            .unwrap()
-    };
+    });
     let _open_on_exit = Opener(open.clone());
     let busy = engine.submit(0, 1);
     while engine.stats().total().in_flight == 0 {
@@ -491,26 +458,9 @@ fn g6_the_queued_weight_is_bounded_too() {
 fn g7_a_key_that_always_has_more_cannot_starve_others() {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine: Engine<u64, u64, u64, String> = {
-        let (open, seen) = (open.clone(), seen.clone());
-        Engine::builder()
-            .shards(1)
-            .pin(false)
-            .max_batch_size(2)
-            .max_in_flight_batches(1)
-            .start(move |_| {
-                let (open, seen) = (open.clone(), seen.clone());
-                move |key: u64, inputs: Vec<u64>| {
-                    let (open, seen) = (open.clone(), seen.clone());
-                    async move {
-                        seen.lock().unwrap().push((key, inputs.clone()));
-                        wait_for(&open).await;
-                        Ok::<_, String>(inputs)
-                    }
-                }
-            })
-            .unwrap()
-    };
+    let engine = gated_engine(&open, &seen, |b| {
+        b.max_batch_size(2).max_in_flight_batches(1)
+    });
     let _open_on_exit = Opener(open.clone());
     // The hot key has 100 inputs waiting behind its first batch.
     let hot: Vec<_> = (0..101).map(|i| engine.submit(1, i)).collect();
