@@ -153,6 +153,10 @@ where
     }
 
     /// Whether shards are pinned to their CPUs (default `true`).
+    ///
+    /// Pinning assumes those cores are the engine's: on a machine shared
+    /// with other busy processes, a pinned shard cannot move away from them
+    /// and its latency suffers; `pin(false)` lets the scheduler place it.
     pub fn pin(mut self, pin: bool) -> Self {
         self.pin = pin;
         self
