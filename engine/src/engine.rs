@@ -173,12 +173,13 @@ where
         let inner = &*self.inner;
         let (index, hash) = route(&key, inner.shards.len());
         let shard = &inner.shards[index];
-        let rank = inner.order.rank(&input);
-        let weight = inner.weigh.as_ref().map_or(1, |weigh| weigh(&input));
-        if weight > inner.max_batch_weight {
-            shard.counters.count_refused_at_intake();
-            return Submit::refused(input, Refused::TooHeavy);
-        }
+        let (rank, weight) = match inner.measure(&input) {
+            Ok(measured) => measured,
+            Err(reason) => {
+                shard.counters.count_refused_at_intake();
+                return Submit::refused(input, reason);
+            }
+        };
         let (reply, answer) = oneshot::channel();
         let submission = Submission {
             hash,
@@ -249,21 +250,20 @@ where
                 state: LocalState::Remote(self.submit(key, input)),
             };
         };
-        let rank = inner.order.rank(&input);
-        let weight = inner.weigh.as_ref().map_or(1, |weigh| weigh(&input));
-        let refusal = if inner.shards[index].intake.is_closed() {
-            Some(Refused::Closed)
-        } else if weight > inner.max_batch_weight {
-            Some(Refused::TooHeavy)
+        let measured = if inner.shards[index].intake.is_closed() {
+            Err(Refused::Closed)
         } else {
-            None
+            inner.measure(&input)
         };
-        if let Some(reason) = refusal {
-            inner.shards[index].counters.count_refused_at_intake();
-            return LocalSubmit {
-                state: LocalState::Ready(Some(Err(FerryError::Refused { input, reason }))),
-            };
-        }
+        let (rank, weight) = match measured {
+            Ok(measured) => measured,
+            Err(reason) => {
+                inner.shards[index].counters.count_refused_at_intake();
+                return LocalSubmit {
+                    state: LocalState::Ready(Some(Err(FerryError::Refused { input, reason }))),
+                };
+            }
+        };
         let (reply, answer) = local_channel();
         core.admit_local(hash, key, input, rank, weight, reply, here.origin.elapsed());
         drop(core);
@@ -356,6 +356,18 @@ where
 }
 
 impl<K, I, O, E> Inner<K, I, O, E> {
+    /// The input's rank and weight, computed on the caller's thread; refused
+    /// `TooHeavy` if no batch could ever carry it.
+    fn measure(&self, input: &I) -> Result<(i64, u64), Refused> {
+        let rank = self.order.rank(input);
+        let weight = self.weigh.as_ref().map_or(1, |weigh| weigh(input));
+        if weight > self.max_batch_weight {
+            Err(Refused::TooHeavy)
+        } else {
+            Ok((rank, weight))
+        }
+    }
+
     fn close(&self) {
         for shard in &self.shards {
             shard.intake.close();

@@ -153,9 +153,9 @@ where
         reply: LocalSender<Outcome<I, O, E>>,
         now: Duration,
     ) {
-        let admitted = self.stats.admitted;
-        self.admit_with(hash, key, input, rank, weight, Reply::Local(reply), now);
-        self.stats.admitted_local += self.stats.admitted - admitted;
+        if self.admit_with(hash, key, input, rank, weight, Reply::Local(reply), now) {
+            self.stats.admitted_local += 1;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -168,12 +168,15 @@ where
         weight: u64,
         reply: Reply<I, O, E>,
         now: Duration,
-    ) {
+    ) -> bool {
         match self
             .lanes
             .admit_hashed(hash, key, (input, reply), rank, weight, now)
         {
-            Ok(()) => self.stats.admitted += 1,
+            Ok(()) => {
+                self.stats.admitted += 1;
+                true
+            }
             Err(refusal) => {
                 self.stats.refused += 1;
                 let (input, reply) = refusal.item;
@@ -181,6 +184,7 @@ where
                     input,
                     reason: refusal.reason,
                 }));
+                false
             }
         }
     }
