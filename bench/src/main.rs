@@ -78,8 +78,9 @@ struct Args {
     #[arg(long)]
     no_pin: bool,
 
-    /// How long an idle ferry shard keeps polling before it parks: quicker
-    /// to pick up new input, at the cost of CPU the generators could use
+    /// How long a ferry shard that ran out of work keeps looking for more
+    /// (yielding its CPU between looks) before it parks: no wake-up needed
+    /// for what arrives meanwhile, for CPU time nobody else wanted
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
     spin_before_park: Duration,
 

@@ -47,17 +47,12 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_queue::ArrayQueue;
 use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
 /// A batch reads and tries to write at most this many times before it fails
 /// with [`StoreError::ConflictsExhausted`].
 pub const WRITE_ATTEMPTS_MAX: u32 = 100;
-
-/// Requests sent and not yet taken by the store thread, at most. A sender
-/// that finds the queue full yields until there is room.
-pub const PENDING_MAX: usize = 1 << 20;
 
 /// The store thread sleeps at most this long at a time, so it notices a stop.
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
@@ -122,10 +117,27 @@ pub struct Store {
 
 /// What the sender and the store thread share when `rtt > 0`.
 struct Wire {
-    queue: ArrayQueue<Pending>,
+    /// Requests sent and not yet taken by the store thread.
+    ///
+    /// A lock, not a lock-free queue, on purpose. In a bounded lock-free
+    /// queue a sender claims a slot and then fills it; a consumer that meets
+    /// a claimed, unfilled slot spins until it is filled. The store thread
+    /// runs at a raised priority, so if the sender was preempted between
+    /// the two steps on the store's own core (a pinned shard, say), the
+    /// store spun while the sender waited for the CPU, and answers came back
+    /// milliseconds late, for whichever system was being measured. A thread
+    /// blocked on a mutex sleeps instead and lets the holder finish.
+    inbox: Mutex<Inbox>,
     stop: AtomicBool,
     /// How late answers were delivered, in nanoseconds past due.
     lateness: Mutex<Histogram<u64>>,
+}
+
+#[derive(Default)]
+struct Inbox {
+    requests: Vec<Pending>,
+    /// Set by the store thread as it exits; later requests are refused.
+    closed: bool,
 }
 
 struct Pending {
@@ -143,7 +155,7 @@ impl Store {
             (None, None)
         } else {
             let wire = Arc::new(Wire {
-                queue: ArrayQueue::new(PENDING_MAX),
+                inbox: Mutex::new(Inbox::default()),
                 stop: AtomicBool::new(false),
                 lateness: Mutex::new(new_histogram()),
             });
@@ -277,24 +289,17 @@ impl Store {
             return Response::ready(Err(StoreError::Stopped));
         }
         let (reply, receiver) = oneshot::channel();
-        let mut pending = Pending {
+        let pending = Pending {
             due: Instant::now() + self.rtt,
             answer,
             reply,
         };
-        loop {
-            match wire.queue.push(pending) {
-                Ok(()) => break,
-                Err(back) => {
-                    // Only a store thread that stopped or fell far behind
-                    // leaves the queue full.
-                    if wire.stop.load(Ordering::Acquire) {
-                        return Response::ready(Err(StoreError::Stopped));
-                    }
-                    pending = back;
-                    std::thread::yield_now();
-                }
+        {
+            let mut inbox = lock(&wire.inbox);
+            if inbox.closed {
+                return Response::ready(Err(StoreError::Stopped));
             }
+            inbox.requests.push(pending);
         }
         Response {
             state: ResponseState::Waiting(receiver),
@@ -385,8 +390,11 @@ fn run(wire: &Wire, rtt: Duration) {
     }
     let mut heap: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
     let mut seq = 0_u64;
+    // Swapped with the inbox's, so neither side allocates in steady state.
+    let mut taken: Vec<Pending> = Vec::new();
     loop {
-        while let Some(pending) = wire.queue.pop() {
+        std::mem::swap(&mut lock(&wire.inbox).requests, &mut taken);
+        for pending in taken.drain(..) {
             heap.push(Reverse(Due {
                 due: pending.due,
                 seq,
@@ -407,11 +415,16 @@ fn run(wire: &Wire, rtt: Duration) {
                 let _ = pending.reply.send(pending.answer);
             }
         }
-        if heap.is_empty() && wire.queue.is_empty() && wire.stop.load(Ordering::Acquire) {
-            // A request that slipped in after the check is dropped here, and
-            // its sender sees `Stopped` rather than waiting forever.
-            while wire.queue.pop().is_some() {}
-            return;
+        if heap.is_empty() && wire.stop.load(Ordering::Acquire) {
+            // A request that slipped in before the stop is answered on the
+            // next turn; once `closed` is set, senders get `Stopped` at once,
+            // so nobody waits on a thread that is gone.
+            let mut inbox = lock(&wire.inbox);
+            if inbox.requests.is_empty() {
+                inbox.closed = true;
+                return;
+            }
+            continue;
         }
         let now = Instant::now();
         let next = heap

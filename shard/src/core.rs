@@ -9,8 +9,8 @@
 //! drive the very same logic with a simulated clock and batch function.
 //!
 //! Invariant: every admitted input's reply is used exactly once — by
-//! `complete` for the batch that carried it — and every refused input's reply
-//! carries the input back at once (G4).
+//! `complete` (or `answer`) for the batch that carried it — and every
+//! refused input's reply carries the input back at once (G4).
 //! Invariant: `in_flight <= max_in_flight_batches` (slots).
 
 use std::time::Duration;
@@ -210,7 +210,8 @@ where
     }
 
     /// A batch finished: answer each of its callers exactly once and release
-    /// its lane and slot (G4, G10).
+    /// its lane and slot (G4, G10). The same as [`answer`](Self::answer)
+    /// then [`release`](Self::release).
     pub fn complete(
         &mut self,
         lane: LaneId,
@@ -218,6 +219,27 @@ where
         outcome: BatchOutcome<O, E>,
         now: Duration,
     ) {
+        self.answer(replies, outcome);
+        self.release(lane, now);
+    }
+
+    /// The first half of [`complete`](Self::complete): a batch finished, so
+    /// its lane and slot are free again and the key's next batch may start.
+    /// The driver must then [`answer`](Self::answer) its callers, in the
+    /// same turn, before it next looks whether the shard is quiet.
+    ///
+    /// Releasing first lets a busy key's next round trip start before its
+    /// previous callers are told, which is what bounds a hot key.
+    pub fn release(&mut self, lane: LaneId, now: Duration) {
+        debug_assert!(self.in_flight > 0, "release without a batch in flight");
+        self.lanes.complete(lane, now);
+        self.in_flight -= 1;
+    }
+
+    /// The second half of [`complete`](Self::complete): answers each caller
+    /// of a finished batch exactly once, with its output or with the
+    /// batch's error (G4, G10).
+    pub fn answer(&mut self, replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;
         match outcome {
@@ -235,8 +257,6 @@ where
             }
             BatchOutcome::Panicked => answer_all(replies, || FerryError::Panicked),
         }
-        self.lanes.complete(lane, now);
-        self.in_flight -= 1;
     }
 
     /// Admits nothing more; everything waiting becomes ready (G9).

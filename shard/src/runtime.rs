@@ -24,7 +24,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -43,6 +43,9 @@ use crate::stats::ShardCounters;
 /// Inputs admitted per round at most, so completions and timers are looked
 /// at regularly even under a flood of input.
 const INTAKE_DRAIN_MAX: usize = 4096;
+
+/// While busy, the loop hands glommio the thread at least this often.
+const YIELD_EVERY: Duration = Duration::from_micros(50);
 
 /// Memory glommio sets aside for registered I/O buffers. Ferry does no
 /// glommio file I/O of its own, and the default (10 MiB) would not fit a
@@ -63,8 +66,11 @@ pub struct ShardConfig {
     pub lanes: LanesConfig,
     /// Batches in flight at once (slots).
     pub max_in_flight_batches: usize,
-    /// Busy-poll this long before parking when idle (lower wake-up latency
-    /// for more CPU); zero parks at once.
+    /// After its last work, an idle shard keeps looking for more this long
+    /// before it parks, calling `sched_yield` between looks so that other
+    /// threads of its core run first. Zero parks at once. Parking is costly
+    /// where wake-ups are (a wake-up crosses CPUs, and in a VM an idle CPU
+    /// wakes slowly), so a shard that is busy on and off does better not to.
     pub spin_before_park: Duration,
 }
 
@@ -111,12 +117,10 @@ where
         Some(cpu) => Placement::Fixed(cpu),
         None => Placement::Unbound,
     };
-    let mut builder = LocalExecutorBuilder::new(placement)
+    let builder = LocalExecutorBuilder::new(placement)
         .name(&format!("ferry-{}", config.id))
         .io_memory(IO_MEMORY);
-    if !config.spin_before_park.is_zero() {
-        builder = builder.spin_before_park(config.spin_before_park);
-    }
+    let spin = config.spin_before_park;
     builder
         .spawn(move || async move {
             let _closing = CloseOnExit(&intake);
@@ -134,7 +138,7 @@ where
                 nudge: nudge.clone(),
                 origin,
             });
-            run(&core, &nudge, &intake, &counters, batch_fn, origin).await;
+            run(&core, &nudge, &intake, &counters, batch_fn, origin, spin).await;
         })
         .map_err(|err| std::io::Error::other(err.to_string()))
 }
@@ -165,6 +169,9 @@ impl<T> Drop for CloseOnExit<'_, T> {
 }
 
 type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
+/// A finished batch whose lane is released and whose callers wait for their
+/// answers.
+type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Running<'a, I, O, E> = Pin<Box<dyn Future<Output = Finished<I, O, E>> + 'a>>;
 
 async fn run<K, I, O, E, B>(
@@ -174,6 +181,7 @@ async fn run<K, I, O, E, B>(
     counters: &ShardCounters,
     batch_fn: B,
     origin: Instant,
+    spin: Duration,
 ) where
     K: std::hash::Hash + Eq + Clone,
     E: Clone,
@@ -184,6 +192,11 @@ async fn run<K, I, O, E, B>(
     let mut sealed = false;
     let mut lanes_closed = false;
     let mut timer: Option<(Duration, glommio::timer::Timer)> = None;
+    let mut yielded_at = Duration::ZERO;
+    let mut worked_at = Duration::ZERO;
+    // Batches that finished and whose lanes are released, callers not yet
+    // answered; emptied at the start of the next round.
+    let mut finished: Vec<Unanswered<I, O, E>> = Vec::new();
 
     loop {
         let now = origin.elapsed();
@@ -196,6 +209,13 @@ async fn run<K, I, O, E, B>(
             // everything that did.
             sealed = true;
         }
+        // Lanes released by the last completions go out before new input
+        // is admitted, so a busy key's next round trip starts at once.
+        let mut worked =
+            poll_fn(|cx| Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx))).await;
+        for (replies, outcome) in finished.drain(..) {
+            core.borrow_mut().answer(replies, outcome);
+        }
         // An input whose push succeeded is admitted even if close came
         // after it: the lanes close only once the sealed intake is empty.
         for _ in 0..INTAKE_DRAIN_MAX {
@@ -204,43 +224,14 @@ async fn run<K, I, O, E, B>(
                 Some(Inbound::Spawn(task)) => spawn_task(task),
                 None => break,
             }
+            worked = true;
         }
         if sealed && !lanes_closed && intake.is_empty() {
             lanes_closed = true;
             core.borrow_mut().close();
         }
-        loop {
-            // The borrow ends before the batch function runs: it may submit
-            // to its own shard.
-            let Some(dispatch) = core.borrow_mut().dispatch(now) else {
-                break;
-            };
-            let replies = dispatch.replies;
-            let lane = dispatch.lane;
-            let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                batch_fn.call(dispatch.key, dispatch.inputs)
-            }));
-            let mut batch: Running<'_, I, O, E> = Box::pin(async move {
-                let outcome = match started {
-                    Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                        Ok(result) => BatchOutcome::Returned(result),
-                        Err(_) => BatchOutcome::Panicked,
-                    },
-                    Err(_) => BatchOutcome::Panicked,
-                };
-                (lane, replies, outcome)
-            });
-            // A batch against a fast store often finishes on its first poll:
-            // complete it at once and skip the bookkeeping of the running
-            // set. A pending one joins the set, which polls it again with
-            // its own waker.
-            match poll_fn(|cx| Poll::Ready(batch.as_mut().poll(cx))).await {
-                Poll::Ready((lane, replies, outcome)) => {
-                    core.borrow_mut().complete(lane, replies, outcome, now)
-                }
-                Poll::Pending => running.push(batch),
-            }
-        }
+        worked |=
+            poll_fn(|cx| Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx))).await;
         counters.publish(&core.borrow().stats());
         if lanes_closed && core.borrow().is_quiet() {
             debug_assert!(running.is_empty());
@@ -254,34 +245,106 @@ async fn run<K, I, O, E, B>(
                 (due, glommio::timer::Timer::new(wait))
             });
         }
-        poll_fn(|cx| {
+        if worked {
+            worked_at = now;
+        }
+        // Recently busy: look again soon rather than park, handing the CPU
+        // to other threads in between (see `ShardConfig::spin_before_park`).
+        let linger = now.saturating_sub(worked_at) < spin;
+        let woke = poll_fn(|cx| {
             let mut completed = false;
             while let Poll::Ready(Some((lane, replies, outcome))) = running.poll_next_unpin(cx) {
-                core.borrow_mut()
-                    .complete(lane, replies, outcome, origin.elapsed());
+                core.borrow_mut().release(lane, origin.elapsed());
+                finished.push((replies, outcome));
                 completed = true;
             }
             if completed || nudge.take() {
-                return Poll::Ready(());
+                return Poll::Ready(true);
             }
             if let Some((_, sleep)) = timer.as_mut() {
                 if Pin::new(sleep).poll(cx).is_ready() {
                     timer = None;
-                    return Poll::Ready(());
+                    return Poll::Ready(true);
                 }
+            }
+            if linger {
+                std::thread::yield_now();
+                return Poll::Ready(false);
             }
             nudge.register(cx.waker());
             if intake.prepare_sleep(cx.waker(), close_seen, close_seen && !sealed) {
                 Poll::Pending
             } else {
-                Poll::Ready(())
+                Poll::Ready(true)
             }
         })
         .await;
+        if woke {
+            worked_at = origin.elapsed();
+        }
         intake.awake();
         // Let tasks spawned on this shard run between rounds.
-        yield_now().await;
+        if origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
+            yield_now().await;
+            yielded_at = origin.elapsed();
+        }
     }
+}
+
+/// Starts the batch of every ready lane while slots are free; returns
+/// whether any started.
+///
+/// A batch against a fast store often finishes on its first poll: it is
+/// completed at once, skipping the bookkeeping of the running set. A pending
+/// one joins the set, which polls it again with its own waker.
+fn start_ready<'a, K, I, O, E, B>(
+    core: &RefCell<ShardCore<K, I, O, E>>,
+    batch_fn: &B,
+    running: &mut FuturesUnordered<Running<'a, I, O, E>>,
+    now: Duration,
+    cx: &mut Context<'_>,
+) -> bool
+where
+    K: std::hash::Hash + Eq + Clone,
+    E: Clone,
+    B: BatchFn<K, I, O, E>,
+    B::Future: 'a,
+    I: 'a,
+    O: 'a,
+    E: 'a,
+{
+    let mut started_any = false;
+    loop {
+        // The borrow ends with this statement, before the batch function
+        // runs: it may submit to its own shard. (A `while let` would hold it
+        // for the whole body.)
+        let Some(dispatch) = core.borrow_mut().dispatch(now) else {
+            break;
+        };
+        started_any = true;
+        let replies = dispatch.replies;
+        let lane = dispatch.lane;
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            batch_fn.call(dispatch.key, dispatch.inputs)
+        }));
+        let mut batch: Running<'a, I, O, E> = Box::pin(async move {
+            let outcome = match started {
+                Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
+                    Ok(result) => BatchOutcome::Returned(result),
+                    Err(_) => BatchOutcome::Panicked,
+                },
+                Err(_) => BatchOutcome::Panicked,
+            };
+            (lane, replies, outcome)
+        });
+        match batch.as_mut().poll(cx) {
+            Poll::Ready((lane, replies, outcome)) => {
+                core.borrow_mut().complete(lane, replies, outcome, now)
+            }
+            Poll::Pending => running.push(batch),
+        }
+    }
+    started_any
 }
 
 /// Runs a task sent to this shard beside the loop. Its panic stays its own:

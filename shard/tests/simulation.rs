@@ -593,8 +593,15 @@ impl Sim {
             running.key,
             running.plan
         );
-        self.core
-            .complete(running.lane, running.replies, outcome, at(self.now));
+        // The runtime uses both ways: `complete` for a batch done on its
+        // first poll, `release` then `answer` for one that finished later.
+        if self.rng.below(2) == 0 {
+            self.core
+                .complete(running.lane, running.replies, outcome, at(self.now));
+        } else {
+            self.core.release(running.lane, at(self.now));
+            self.core.answer(running.replies, outcome);
+        }
         self.reference.complete(running.key, len, self.now);
 
         // G4, G10: each caller of this batch, and only they, hear of it now.
