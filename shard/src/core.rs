@@ -105,7 +105,14 @@ pub struct ShardCore<K, I, O, E> {
     max_in_flight: usize,
     in_flight: usize,
     stats: ShardStats,
+    /// Emptied reply vectors of answered batches, reused by the next
+    /// dispatches so that a batch allocates only its inputs' vector.
+    spare_replies: Vec<Vec<Reply<I, O, E>>>,
 }
+
+/// Reply vectors kept for reuse at most. Each holds at most
+/// `max_batch_size` slots, so this bounds what the pool keeps.
+const SPARE_REPLIES_MAX: usize = 64;
 
 impl<K, I, O, E> ShardCore<K, I, O, E>
 where
@@ -123,6 +130,7 @@ where
             max_in_flight,
             in_flight: 0,
             stats: ShardStats::default(),
+            spare_replies: Vec::new(),
         }
     }
 
@@ -195,15 +203,23 @@ where
         if self.in_flight >= self.max_in_flight {
             return None;
         }
-        let batch = self.lanes.take(now)?;
+        let spare = &mut self.spare_replies;
+        let (lane, key, (inputs, replies)) = self.lanes.take_with(now, |items| {
+            let mut inputs = Vec::with_capacity(items.len());
+            let mut replies = spare.pop().unwrap_or_default();
+            for (input, reply) in items {
+                inputs.push(input);
+                replies.push(reply);
+            }
+            (inputs, replies)
+        })?;
         self.in_flight += 1;
         self.stats.batches += 1;
-        self.stats.sent += batch.items.len() as u64;
-        let (inputs, replies) = batch.items.into_iter().unzip();
+        self.stats.sent += inputs.len() as u64;
         debug_assert!(self.in_flight <= self.max_in_flight);
         Some(Dispatch {
-            lane: batch.lane,
-            key: batch.key,
+            lane,
+            key,
             inputs,
             replies,
         })
@@ -239,23 +255,30 @@ where
     /// The second half of [`complete`](Self::complete): answers each caller
     /// of a finished batch exactly once, with its output or with the
     /// batch's error (G4, G10).
-    pub fn answer(&mut self, replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
+    pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;
         match outcome {
             BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
-                for (reply, output) in replies.into_iter().zip(outputs) {
+                for (reply, output) in replies.drain(..).zip(outputs) {
                     reply.send(Ok(output));
                 }
             }
             BatchOutcome::Returned(Ok(outputs)) => {
                 let got = outputs.len();
-                answer_all(replies, || FerryError::WrongOutputCount { expected, got });
+                answer_all(&mut replies, || FerryError::WrongOutputCount {
+                    expected,
+                    got,
+                });
             }
             BatchOutcome::Returned(Err(err)) => {
-                answer_all(replies, || FerryError::Failed(err.clone()));
+                answer_all(&mut replies, || FerryError::Failed(err.clone()));
             }
-            BatchOutcome::Panicked => answer_all(replies, || FerryError::Panicked),
+            BatchOutcome::Panicked => answer_all(&mut replies, || FerryError::Panicked),
+        }
+        debug_assert!(replies.is_empty(), "every reply is used (G4)");
+        if self.spare_replies.len() < SPARE_REPLIES_MAX {
+            self.spare_replies.push(replies);
         }
     }
 
@@ -306,8 +329,11 @@ where
     }
 }
 
-fn answer_all<I, O, E>(replies: Vec<Reply<I, O, E>>, mut error: impl FnMut() -> FerryError<I, E>) {
-    for reply in replies {
+fn answer_all<I, O, E>(
+    replies: &mut Vec<Reply<I, O, E>>,
+    mut error: impl FnMut() -> FerryError<I, E>,
+) {
+    for reply in replies.drain(..) {
         reply.send(Err(error()));
     }
 }

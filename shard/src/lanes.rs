@@ -83,6 +83,35 @@ pub struct Batch<K, T> {
     pub weight: u64,
 }
 
+/// The items of a batch as [`Lanes::take_with`] hands them out, in (rank,
+/// admission) order.
+#[derive(Debug)]
+pub struct BatchItems<'a, T> {
+    drain: std::collections::vec_deque::Drain<'a, Waiting<T>>,
+    weight: u64,
+}
+
+impl<T> BatchItems<'_, T> {
+    /// The batch's total weight (see [`Batch::weight`]).
+    pub fn weight(&self) -> u64 {
+        self.weight
+    }
+}
+
+impl<T> Iterator for BatchItems<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.drain.next().map(|waiting| waiting.item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.drain.size_hint()
+    }
+}
+
+impl<T> ExactSizeIterator for BatchItems<'_, T> {}
+
 /// An admitted input waiting in its lane.
 #[derive(Debug)]
 struct Waiting<T> {
@@ -405,6 +434,43 @@ where
     /// the lane busy in the same step (G1). Lanes whose deadline has passed
     /// by `now` become ready first. `None` if no lane is ready.
     pub fn take(&mut self, now: Duration) -> Option<Batch<K, T>> {
+        let mut weight = 0;
+        let (lane, key, items) = self.take_with(now, |items| {
+            weight = items.weight();
+            items.collect()
+        })?;
+        Some(Batch {
+            lane,
+            key,
+            items,
+            weight,
+        })
+    }
+
+    /// Like [`take`](Self::take), but lends the batch's items to `consume`
+    /// as they leave the lane instead of collecting them into a `Vec`: the
+    /// caller may put them wherever it wants (a shard splits them into
+    /// inputs and replies) with no vector in between. Items `consume` does
+    /// not take are dropped. Returns the lane, the key and what `consume`
+    /// returned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::{Lanes, LanesConfig};
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// lanes.admit("a", (1, 'x'), 0, 1, Duration::ZERO).unwrap();
+    /// lanes.admit("a", (2, 'y'), 1, 1, Duration::ZERO).unwrap();
+    /// let (_lane, key, (numbers, letters)) = lanes
+    ///     .take_with(Duration::ZERO, |items| items.unzip::<_, _, Vec<_>, Vec<_>>())
+    ///     .unwrap();
+    /// assert_eq!((key, numbers, letters), ("a", vec![1, 2], vec!['x', 'y']));
+    /// ```
+    pub fn take_with<R>(
+        &mut self,
+        now: Duration,
+        consume: impl FnOnce(BatchItems<'_, T>) -> R,
+    ) -> Option<(LaneId, K, R)> {
         self.promote_due(nanos(now));
         let slot = self.ready.pop_front()?;
         let lane = &mut self.slots[slot as usize];
@@ -420,7 +486,10 @@ where
             count += 1;
             weight += w.weight;
         }
-        let items: Vec<T> = lane.inputs.drain(..count).map(|w| w.item).collect();
+        let consumed = consume(BatchItems {
+            drain: lane.inputs.drain(..count),
+            weight,
+        });
         lane.weight_waiting -= weight;
         if !lane.inputs.is_empty() {
             lane.recompute_oldest();
@@ -435,12 +504,11 @@ where
 
         debug_assert!(count >= 1 && count <= self.config.max_batch_size);
         debug_assert!(count == 1 || weight <= self.config.max_batch_weight);
-        Some(Batch {
-            lane: lane.id(slot),
-            key: lane.key.clone().expect("a ready lane has a key"),
-            items,
-            weight,
-        })
+        Some((
+            lane.id(slot),
+            lane.key.clone().expect("a ready lane has a key"),
+            consumed,
+        ))
     }
 
     /// Makes ready every waiting lane whose oldest input is due by `now_ns`,

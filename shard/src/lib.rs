@@ -33,7 +33,7 @@ pub use config::{ConfigError, LanesConfig};
 pub use error::FerryError;
 pub use intake::Intake;
 pub use key_hash::key_hash;
-pub use lanes::{Batch, LaneId, LaneState, Lanes};
+pub use lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
 pub use local::{local_channel, LocalReceiver, LocalSender, LocalShard, Nudge};
 pub use order::{Order, Rank};
 pub use refused::{Refusal, Refused};

@@ -209,10 +209,15 @@ async fn run<K, I, O, E, B>(
             // everything that did.
             sealed = true;
         }
-        // Lanes released by the last completions go out before new input
-        // is admitted, so a busy key's next round trip starts at once.
-        let mut worked =
-            poll_fn(|cx| Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx))).await;
+        // Batches woken since the last look take their next step (a read
+        // answered sends its write), and lanes released by the batches that
+        // finished go out, before callers are answered or new input is
+        // admitted: a busy key's next round trip starts at once.
+        let mut worked = poll_fn(|cx| {
+            let progressed = progress(core, &mut running, &mut finished, now, cx);
+            Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx) | progressed)
+        })
+        .await;
         for (replies, outcome) in finished.drain(..) {
             core.borrow_mut().answer(replies, outcome);
         }
@@ -252,12 +257,7 @@ async fn run<K, I, O, E, B>(
         // to other threads in between (see `ShardConfig::spin_before_park`).
         let linger = now.saturating_sub(worked_at) < spin;
         let woke = poll_fn(|cx| {
-            let mut completed = false;
-            while let Poll::Ready(Some((lane, replies, outcome))) = running.poll_next_unpin(cx) {
-                core.borrow_mut().release(lane, origin.elapsed());
-                finished.push((replies, outcome));
-                completed = true;
-            }
+            let completed = progress(core, &mut running, &mut finished, origin.elapsed(), cx);
             if completed || nudge.take() {
                 return Poll::Ready(true);
             }
@@ -289,6 +289,29 @@ async fn run<K, I, O, E, B>(
             yielded_at = origin.elapsed();
         }
     }
+}
+
+/// Polls the batches that were woken; releases the lane and slot of each
+/// that finished and keeps its callers in `finished`, to be answered once
+/// the released lanes have been looked at. Returns whether any finished.
+fn progress<K, I, O, E>(
+    core: &RefCell<ShardCore<K, I, O, E>>,
+    running: &mut FuturesUnordered<Running<'_, I, O, E>>,
+    finished: &mut Vec<Unanswered<I, O, E>>,
+    now: Duration,
+    cx: &mut Context<'_>,
+) -> bool
+where
+    K: std::hash::Hash + Eq + Clone,
+    E: Clone,
+{
+    let mut any = false;
+    while let Poll::Ready(Some((lane, replies, outcome))) = running.poll_next_unpin(cx) {
+        core.borrow_mut().release(lane, now);
+        finished.push((replies, outcome));
+        any = true;
+    }
+    any
 }
 
 /// Starts the batch of every ready lane while slots are free; returns
