@@ -81,7 +81,7 @@ struct Args {
     /// How long a ferry shard that ran out of work keeps looking for more
     /// (yielding its CPU between looks) before it parks: no wake-up needed
     /// for what arrives meanwhile, for CPU time nobody else wanted
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "50us")]
     spin_before_park: Duration,
 
     /// Inputs per batch at most (every batching system)

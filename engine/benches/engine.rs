@@ -53,7 +53,7 @@ fn main() {
             run.per_second() / handoff.per_second()
         );
     }
-    for (pin, spin_us) in [(true, 0), (false, 0), (true, 50)] {
+    for (pin, spin_us) in [(true, 50), (false, 50), (true, 0)] {
         latency(
             Duration::from_secs(seconds.min(3)),
             pin,

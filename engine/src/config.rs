@@ -20,6 +20,12 @@ pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
 /// Default intake queue capacity per shard (never above `max_queueing`).
 pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
 
+/// How long a shard out of work, or a caller blocked in
+/// [`Engine::submit_blocking`], looks for more before it parks, by default.
+/// About one wake-up's cost on a virtual machine: parking sooner saves
+/// little CPU and loses the next answer's head start.
+pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
+
 /// Why an engine did not start.
 #[derive(Debug)]
 pub enum StartError {
@@ -109,7 +115,7 @@ impl<K, I, O, E> Default for Builder<K, I, O, E> {
             lanes: LanesConfig::default(),
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
-            spin_before_park: Duration::ZERO,
+            spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             order: Order::arrival(),
             weigh: None,
             _types: PhantomData,
@@ -224,14 +230,17 @@ where
     }
 
     /// How long a shard that has just run out of work keeps looking for more
-    /// before it parks (default 0: park at once).
+    /// before it parks, and how long [`Engine::submit_blocking`] looks for
+    /// its outcome before it parks the calling thread (default
+    /// [`DEFAULT_SPIN_BEFORE_PARK`], 50 µs; zero parks at once).
     ///
-    /// Between looks the shard yields its CPU to any other thread that wants
-    /// it, so what it spends is CPU time nobody else was asking for. What it
-    /// saves: input or a batch completion that arrives in that window needs
-    /// no wake-up, and a wake-up crosses CPUs (tens of microseconds in a
-    /// virtual machine, whose idle CPUs are slow to wake). Worth it for
-    /// shards that are busy on and off, or when light-load latency matters.
+    /// Between looks the thread yields its CPU to any other thread that
+    /// wants it, so what it spends is CPU time nobody else was asking for.
+    /// What it saves: input, a batch completion or an answer that arrives in
+    /// that window needs no wake-up, and a wake-up crosses CPUs (tens of
+    /// microseconds in a virtual machine, whose idle CPUs are slow to wake).
+    /// Set it to zero where CPU time is billed or shared with work that does
+    /// not yield; raise it when light-load latency matters most.
     pub fn spin_before_park(mut self, spin: Duration) -> Self {
         self.spin_before_park = spin;
         self

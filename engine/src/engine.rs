@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use ferry_shard::{
     local_channel, spawn_shard, BatchFn, FerryError, Inbound, Intake, LocalReceiver, LocalShard,
@@ -63,6 +64,8 @@ struct Inner<K, I, O, E> {
     order: Order<I>,
     weigh: Option<Weigh<I>>,
     max_batch_weight: u64,
+    /// How long `submit_blocking` looks for its outcome before it parks.
+    spin_before_park: Duration,
     threads: Vec<ThreadId>,
     joins: Mutex<Vec<glommio::ExecutorJoinHandle<()>>>,
 }
@@ -156,6 +159,7 @@ where
                 order: plan.order,
                 weigh: plan.weigh,
                 max_batch_weight: plan.lanes.max_batch_weight,
+                spin_before_park: plan.spin_before_park,
                 threads,
                 joins: Mutex::new(joins),
             }),
@@ -305,8 +309,28 @@ where
     /// [`submit`](Self::submit) and block the calling thread until the
     /// outcome. For plain threads; do not call it on an async executor's
     /// thread (or on a shard), where blocking stalls other work.
+    ///
+    /// The thread first looks for the outcome for up to the engine's
+    /// `spin_before_park`, yielding its CPU between looks, and only then
+    /// parks: an answer that comes quickly needs no wake-up.
     pub fn submit_blocking(&self, key: K, input: I) -> Outcome<I, O, E> {
-        futures::executor::block_on(self.submit(key, input))
+        let mut submit = self.submit(key, input);
+        if !self.inner.spin_before_park.is_zero() {
+            let started = Instant::now();
+            let waker = futures::task::noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            loop {
+                if let Poll::Ready(outcome) = Pin::new(&mut submit).poll(&mut cx) {
+                    return outcome;
+                }
+                if started.elapsed() >= self.inner.spin_before_park {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        // Polled again by `block_on` with a waker that unparks this thread.
+        futures::executor::block_on(submit)
     }
 
     /// Gauges and counters of every shard, read without locks.

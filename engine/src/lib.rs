@@ -44,7 +44,10 @@ mod engine;
 mod route;
 mod stats;
 
-pub use config::{Builder, StartError, DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES};
+pub use config::{
+    Builder, StartError, DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES,
+    DEFAULT_SPIN_BEFORE_PARK,
+};
 pub use engine::{Engine, LocalSubmit, Submit};
 pub use route::route;
 pub use stats::Stats;
