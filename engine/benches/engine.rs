@@ -11,7 +11,9 @@
 //! - **ferry**: the engine with the same shards and callers, `submit` per
 //!   input, an instant batch function.
 //! - **latency**: one caller, one input at a time (light load), submit to
-//!   answer.
+//!   answer; beside it, in the same run, the machine's own wake-up cost: two
+//!   plain threads passing a token back and forth with `park`/`unpark`,
+//!   which is what a submit costs at least when both sides park.
 //!
 //! Throughput runs keep `IN_FLIGHT` requests outstanding from 2 caller
 //! threads. CPU ns per input is the process's user + system CPU time divided
@@ -53,6 +55,7 @@ fn main() {
             run.per_second() / handoff.per_second()
         );
     }
+    wake_round_trip(Duration::from_secs(seconds.min(3)));
     for (pin, spin_us) in [(true, 50), (false, 50), (true, 0)] {
         latency(
             Duration::from_secs(seconds.min(3)),
@@ -210,6 +213,56 @@ fn ferry(run_for: Duration, keys: u64) -> (Run, f64) {
     (run, stats.sent as f64 / stats.batches.max(1) as f64)
 }
 
+/// Two plain threads pass a token back and forth, each parking until it
+/// has it: one round trip is two cross-thread wake-ups of a parked thread.
+fn wake_round_trip(run_for: Duration) {
+    let turn = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let main = std::thread::current();
+    let echo = {
+        let turn = turn.clone();
+        std::thread::spawn(move || loop {
+            let seen = turn.load(Ordering::SeqCst);
+            if seen == u64::MAX {
+                return;
+            }
+            if seen % 2 == 1 {
+                turn.store(seen + 1, Ordering::SeqCst);
+                main.unpark();
+            } else {
+                std::thread::park();
+            }
+        })
+    };
+    let mut histogram = Histogram::<u64>::new(3).unwrap();
+    let started = Instant::now();
+    let mut n = 0_u64;
+    while started.elapsed() < run_for {
+        let sent = Instant::now();
+        turn.store(2 * n + 1, Ordering::SeqCst);
+        echo.thread().unpark();
+        while turn.load(Ordering::SeqCst) != 2 * n + 2 {
+            std::thread::park();
+        }
+        histogram.record(sent.elapsed().as_nanos() as u64).unwrap();
+        n += 1;
+    }
+    turn.store(u64::MAX, Ordering::SeqCst);
+    echo.thread().unpark();
+    echo.join().unwrap();
+    print_latency("park/unpark round trip, 2 plain threads", n, &histogram);
+}
+
+fn print_latency(name: &str, n: u64, histogram: &Histogram<u64>) {
+    let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1_000.0;
+    println!(
+        "{name}: {n} round trips, p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
+        us(0.5),
+        us(0.99),
+        us(0.999),
+        histogram.max() as f64 / 1_000.0
+    );
+}
+
 fn latency(run_for: Duration, pin: bool, spin: Duration) {
     let engine: Engine<u64, u64, u64, ()> = Engine::builder()
         .shards(SHARDS)
@@ -226,13 +279,10 @@ fn latency(run_for: Duration, pin: bool, spin: Duration) {
         histogram.record(sent.elapsed().as_nanos() as u64).unwrap();
         n += 1;
     }
-    let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1_000.0;
-    println!(
-        "latency (pin {pin}, spin {spin:?}), 1 caller, 1 in flight: {n} inputs, p50 {:.1} us, p99 {:.1} us, p99.9 {:.1} us, max {:.1} us",
-        us(0.5),
-        us(0.99),
-        us(0.999),
-        histogram.max() as f64 / 1_000.0
+    print_latency(
+        &format!("latency (pin {pin}, spin_before_park {spin:?}), 1 caller, 1 in flight"),
+        n,
+        &histogram,
     );
     engine.close();
     engine.join();
