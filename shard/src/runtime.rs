@@ -2,12 +2,23 @@
 //! driving a [`ShardCore`].
 //!
 //! The loop, round after round:
-//! 1. admit what arrived in the intake (a bounded number per round);
-//! 2. after close, once the intake is sealed and drained, close the lanes;
-//! 3. start the batches of ready lanes while slots are free;
-//! 4. publish the stats, and stop once closed, sealed, drained and quiet;
-//! 5. wait for a batch to complete, new input (or close), or the earliest
-//!    deadline.
+//! 1. poll the batches that were woken; release the lane and slot of each
+//!    that finished;
+//! 2. start the batches of ready lanes while slots are free (the lanes just
+//!    released go first, so a busy key's next round trip is not held up);
+//! 3. answer the callers of the batches finished in step 1;
+//! 4. admit what arrived in the intake (a bounded number per round); after
+//!    close, once the intake is sealed and drained, close the lanes;
+//! 5. start the batches that admission made ready;
+//! 6. publish the stats, and stop once closed, sealed, drained and quiet;
+//! 7. wait for a batch to complete, new input (or close), or the earliest
+//!    deadline: if the shard worked within the last `spin_before_park`, by
+//!    looking again (yielding the CPU in between), otherwise by parking.
+//!
+//! While busy, the loop hands the thread to glommio at most every
+//! `YIELD_EVERY`, not every round: a glommio turn costs system calls, and
+//! batch completions need none (a batch's waker fills the running set's
+//! ready queue directly, from whichever thread answered it).
 //!
 //! The shard loop is one task: batch futures run inside it, in a
 //! `FuturesUnordered`, so "take and mark busy" and "check open and admit" are
@@ -239,7 +250,7 @@ async fn run<K, I, O, E, B>(
             poll_fn(|cx| Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx))).await;
         counters.publish(&core.borrow().stats());
         if lanes_closed && core.borrow().is_quiet() {
-            debug_assert!(running.is_empty());
+            debug_assert!(running.is_empty() && finished.is_empty());
             return;
         }
 
