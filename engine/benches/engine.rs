@@ -14,6 +14,9 @@
 //!   answer; beside it, in the same run, the machine's own wake-up cost: two
 //!   plain threads passing a token back and forth with `park`/`unpark`,
 //!   which is what a submit costs at least when both sides park.
+//! - **local**: a task spawned on a shard (`spawn_on`) submitting to that
+//!   same shard (`submit_local`), one input at a time: the thread-per-core
+//!   fast path, with no other thread involved.
 //!
 //! Throughput runs keep `IN_FLIGHT` requests outstanding from 2 caller
 //! threads. CPU ns per input is the process's user + system CPU time divided
@@ -56,6 +59,7 @@ fn main() {
         );
     }
     wake_round_trip(Duration::from_secs(seconds.min(3)));
+    local_latency(Duration::from_secs(seconds.min(3)));
     for (pin, spin_us) in [(true, 50), (false, 50), (true, 0)] {
         latency(
             Duration::from_secs(seconds.min(3)),
@@ -261,6 +265,46 @@ fn print_latency(name: &str, n: u64, histogram: &Histogram<u64>) {
         us(0.999),
         histogram.max() as f64 / 1_000.0
     );
+}
+
+/// One task on shard 0 submits to its own shard, one input at a time, and
+/// times each submit to its answer.
+fn local_latency(run_for: Duration) {
+    let engine: Engine<u64, u64, u64, ()> = Engine::builder()
+        .shards(SHARDS)
+        .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
+        .expect("engine starts");
+    let shard = ferry::ShardId::new(0);
+    // Keys of shard 0 only, so every submit takes the local path.
+    let keys: Vec<u64> = (0..)
+        .filter(|key| engine.shard_of(key) == shard)
+        .take(1_000)
+        .collect();
+    let (done, result) = std::sync::mpsc::channel();
+    let handle = engine.clone();
+    engine
+        .spawn_on(shard, move || async move {
+            let mut histogram = Histogram::<u64>::new(3).unwrap();
+            let started = Instant::now();
+            let mut n = 0_u64;
+            while started.elapsed() < run_for {
+                let sent = Instant::now();
+                let key = keys[n as usize % keys.len()];
+                handle.submit_local(key, n).await.unwrap();
+                histogram.record(sent.elapsed().as_nanos() as u64).unwrap();
+                n += 1;
+            }
+            done.send((n, histogram)).unwrap();
+        })
+        .expect("the shard takes the task");
+    let (n, histogram) = result.recv().expect("the task reports");
+    print_latency(
+        "local: a task on the shard submitting to it, 1 in flight",
+        n,
+        &histogram,
+    );
+    engine.close();
+    engine.join();
 }
 
 fn latency(run_for: Duration, pin: bool, spin: Duration) {

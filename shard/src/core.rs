@@ -37,6 +37,11 @@ pub enum Reply<I, O, E> {
 }
 
 impl<I, O, E> Reply<I, O, E> {
+    /// Whether the caller is a task on the shard's own thread.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Reply::Local(_))
+    }
+
     /// Delivers `outcome`. A caller that stopped waiting has nothing to be
     /// told, so a closed channel is not an error.
     pub fn send(self, outcome: Outcome<I, O, E>) {
@@ -108,6 +113,8 @@ pub struct ShardCore<K, I, O, E> {
     /// Emptied reply vectors of answered batches, reused by the next
     /// dispatches so that a batch allocates only its inputs' vector.
     spare_replies: Vec<Vec<Reply<I, O, E>>>,
+    /// An answer went to a task on this thread (see `take_woke_local`).
+    woke_local: bool,
 }
 
 /// Reply vectors kept for reuse at most. Each holds at most
@@ -131,6 +138,7 @@ where
             in_flight: 0,
             stats: ShardStats::default(),
             spare_replies: Vec::new(),
+            woke_local: false,
         }
     }
 
@@ -258,6 +266,7 @@ where
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;
+        self.woke_local |= replies.iter().any(Reply::is_local);
         match outcome {
             BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
                 for (reply, output) in replies.drain(..).zip(outputs) {
@@ -315,6 +324,13 @@ where
     /// The lanes (read only), for gauges and tests.
     pub fn lanes(&self) -> &Lanes<K, (I, Reply<I, O, E>)> {
         &self.lanes
+    }
+
+    /// Whether an answer went to a task on this shard's thread since the
+    /// last call: that task is now ready to run, and the driver should give
+    /// the thread to the executor soon rather than keep it.
+    pub fn take_woke_local(&mut self) -> bool {
+        std::mem::take(&mut self.woke_local)
     }
 
     /// Current gauges and counters (`intake` left at 0).

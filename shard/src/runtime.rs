@@ -234,10 +234,14 @@ async fn run<K, I, O, E, B>(
         }
         // An input whose push succeeded is admitted even if close came
         // after it: the lanes close only once the sealed intake is empty.
+        let mut spawned = false;
         for _ in 0..INTAKE_DRAIN_MAX {
             match intake.pop() {
                 Some(Inbound::Submit(submission)) => core.borrow_mut().admit(submission, now),
-                Some(Inbound::Spawn(task)) => spawn_task(task),
+                Some(Inbound::Spawn(task)) => {
+                    spawn_task(task);
+                    spawned = true;
+                }
                 None => break,
             }
             worked = true;
@@ -294,8 +298,14 @@ async fn run<K, I, O, E, B>(
             worked_at = origin.elapsed();
         }
         intake.awake();
-        // Let tasks spawned on this shard run between rounds.
-        if origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
+        // Let the other tasks of this thread run: at once if this round made
+        // one ready (a task spawned here, or a local caller answered), or if
+        // the shard is only lingering (it has nothing better to do, and a
+        // task here may be waiting on a timer or another thread), else once
+        // per budget.
+        let lingered = !woke;
+        let others_ready = core.borrow_mut().take_woke_local() || spawned;
+        if lingered || others_ready || origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
             yield_now().await;
             yielded_at = origin.elapsed();
         }
