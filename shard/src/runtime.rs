@@ -15,10 +15,12 @@
 //!    deadline: if the shard worked within the last `spin_before_park`, by
 //!    looking again (yielding the CPU in between), otherwise by parking.
 //!
-//! While busy, the loop hands the thread to glommio at most every
-//! `YIELD_EVERY`, not every round: a glommio turn costs system calls, and
-//! batch completions need none (a batch's waker fills the running set's
-//! ready queue directly, from whichever thread answered it).
+//! The loop hands the thread to glommio at once after a round that made
+//! another task of the thread ready (one spawned here, or a local caller
+//! answered), on every look while it lingers, and otherwise once per
+//! `YIELD_EVERY` while busy, not every round: a glommio turn costs system
+//! calls, and batch completions need none (a batch's waker fills the
+//! running set's ready queue directly, from whichever thread answered it).
 //!
 //! The shard loop is one task: batch futures run inside it, in a
 //! `FuturesUnordered`, so "take and mark busy" and "check open and admit" are
