@@ -137,7 +137,7 @@ pub fn table(runs: &[RunResult]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<15} {:>6} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5}",
+        "{:<15} {:>6} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9}",
         "system",
         "shards",
         "inputs/s",
@@ -150,12 +150,13 @@ pub fn table(runs: &[RunResult]) -> String {
         "conflicts",
         "refused",
         "failed",
-        "lost"
+        "lost",
+        "cpu µs/in"
     );
     for run in runs {
         let _ = writeln!(
             out,
-            "{:<15} {:>6} {:>11} {:>6.2} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>8.2}",
+            "{:<15} {:>6} {:>11} {:>6.2} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9.2}",
             run.system,
             run.shards.map_or("-".to_string(), |s| s.to_string()),
             thousands(run.throughput.round() as u64),
@@ -188,7 +189,7 @@ pub fn ratios(runs: &[RunResult]) -> String {
         if other.throughput > 0.0 {
             let _ = writeln!(
                 out,
-                "{} / {}: {:.1}x throughput",
+                "{} / {}: {:.2}x throughput",
                 ferry.label(),
                 other.label(),
                 ferry.throughput / other.throughput
@@ -327,6 +328,16 @@ mod tests {
     }
 
     #[test]
+    fn every_column_of_the_table_has_a_heading() {
+        let table = table(&[run("ferry", Some(2), 1_000.0)]);
+        let mut lines = table.lines();
+        let (heading, row) = (lines.next().unwrap(), lines.next().unwrap());
+        // Right-aligned columns: each heading ends where its values end.
+        assert_eq!(heading.chars().count(), row.chars().count(), "{table}");
+        assert!(heading.ends_with("cpu µs/in"), "{heading}");
+    }
+
+    #[test]
     fn ratios_use_the_best_ferry_run() {
         let runs = [
             run("ferry", Some(1), 100.0),
@@ -335,7 +346,7 @@ mod tests {
         ];
         assert_eq!(
             ratios(&runs),
-            "ferry (2 shards) / unbatched: 30.0x throughput\n"
+            "ferry (2 shards) / unbatched: 30.00x throughput\n"
         );
     }
 
