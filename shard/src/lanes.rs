@@ -454,6 +454,11 @@ where
     /// not take are dropped. Returns the lane, the key and what `consume`
     /// returned.
     ///
+    /// `consume` must not panic: the lane's bookkeeping is finished after it
+    /// returns, so a panic inside it leaves this `Lanes` unfit for further
+    /// use (drop it). Moving the items somewhere, as above, cannot panic
+    /// short of running out of memory, which aborts.
+    ///
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::{Lanes, LanesConfig};
