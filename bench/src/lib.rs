@@ -36,6 +36,7 @@
 //!     tokio_workers: 2,
 //!     pin: false,
 //!     spin_before_park: Duration::ZERO,
+//!     doze_before_park: Duration::ZERO,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);

@@ -79,10 +79,16 @@ struct Args {
     no_pin: bool,
 
     /// How long a ferry shard that ran out of work keeps looking for more
-    /// (yielding its CPU between looks) before it parks: no wake-up needed
+    /// (yielding its CPU between looks) before it dozes: no wake-up needed
     /// for what arrives meanwhile, for CPU time nobody else wanted
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "50us")]
     spin_before_park: Duration,
+
+    /// How long a ferry shard then dozes (blocked on a futex, woken by input
+    /// or a store answer with one system call) before it parks in glommio,
+    /// whose sleep and wake-up cost far more
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "2ms")]
+    doze_before_park: Duration,
 
     /// Inputs per batch at most (every batching system)
     #[arg(long, value_name = "B", default_value_t = 64)]
@@ -233,6 +239,7 @@ fn run(args: &Args) -> Result<bool, String> {
         tokio_workers: args.tokio_workers,
         pin: !args.no_pin,
         spin_before_park: args.spin_before_park,
+        doze_before_park: args.doze_before_park,
     };
     let single_lock_workers = args.max_in_flight * shard_counts.iter().copied().max().unwrap_or(1);
     let load = Load {

@@ -23,6 +23,9 @@ fn settings() -> Settings {
         tokio_workers: 2,
         pin: false,
         spin_before_park: Duration::ZERO,
+        // Straight from work into the doze: the stage most runs use between
+        // store answers.
+        doze_before_park: Duration::from_millis(2),
     }
 }
 

@@ -26,6 +26,11 @@ pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
 /// little CPU and loses the next answer's head start.
 pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 
+/// How long a shard out of work dozes after its spin, by default, before it
+/// parks: long enough to span the gaps between answers of a store a
+/// millisecond away, so a shard serving one does not park between them.
+pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
+
 /// Why an engine did not start.
 #[derive(Debug)]
 pub enum StartError {
@@ -101,6 +106,7 @@ pub struct Builder<K, I, O, E> {
     max_in_flight_batches: usize,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
+    doze_before_park: Duration,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
     _types: PhantomData<fn(K) -> (O, E)>,
@@ -116,6 +122,7 @@ impl<K, I, O, E> Default for Builder<K, I, O, E> {
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
+            doze_before_park: DEFAULT_DOZE_BEFORE_PARK,
             order: Order::arrival(),
             weigh: None,
             _types: PhantomData,
@@ -230,9 +237,10 @@ where
     }
 
     /// How long a shard that has just run out of work keeps looking for more
-    /// before it parks, and how long [`Engine::submit_blocking`] looks for
-    /// its outcome before it parks the calling thread (default
-    /// [`DEFAULT_SPIN_BEFORE_PARK`], 50 µs; zero parks at once).
+    /// before it dozes (see [`doze_before_park`](Self::doze_before_park)),
+    /// and how long [`Engine::submit_blocking`] looks for its outcome before
+    /// it parks the calling thread (default [`DEFAULT_SPIN_BEFORE_PARK`],
+    /// 50 µs; zero skips the spin).
     ///
     /// Between looks the thread yields its CPU to any other thread that
     /// wants it, so what it spends is CPU time nobody else was asking for.
@@ -243,6 +251,43 @@ where
     /// not yield; raise it when light-load latency matters most.
     pub fn spin_before_park(mut self, spin: Duration) -> Self {
         self.spin_before_park = spin;
+        self
+    }
+
+    /// How long a shard that has spun without finding work then *dozes*
+    /// before it parks (default [`DEFAULT_DOZE_BEFORE_PARK`], 2 ms; zero
+    /// parks right after the spin).
+    ///
+    /// A dozing shard blocks its thread on a futex: it uses no CPU, and new
+    /// input or a batch answered on another thread wakes it with one system
+    /// call. A parked shard sleeps in glommio's `io_uring` wait, which costs
+    /// a process-wide memory barrier to enter and an `eventfd` write and an
+    /// `io_uring` round to leave. So a shard whose store answers every few
+    /// hundred microseconds does best to doze between answers.
+    ///
+    /// While a shard dozes, glommio does not run: timers and I/O of other
+    /// tasks on the shard's thread (see [`Engine::spawn_on`]), and a batch
+    /// function's own glommio I/O, are looked at every
+    /// [`DOZE_LOOK_EVERY`](ferry_shard::DOZE_LOOK_EVERY) (50 µs), not at once.
+    /// A batch function that awaits glommio I/O on a shard with little else
+    /// to do is better served by zero here.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// let engine = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .doze_before_park(Duration::ZERO)
+    ///     .start(|_shard| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(7, 41).unwrap(), 41);
+    /// engine.close();
+    /// engine.join();
+    /// ```
+    pub fn doze_before_park(mut self, doze: Duration) -> Self {
+        self.doze_before_park = doze;
         self
     }
 
@@ -316,6 +361,7 @@ where
             max_in_flight_batches: self.max_in_flight_batches,
             intake_capacity,
             spin_before_park: self.spin_before_park,
+            doze_before_park: self.doze_before_park,
             order: self.order,
             weigh: self.weigh,
         })
@@ -330,6 +376,7 @@ pub(crate) struct Plan<I> {
     pub max_in_flight_batches: usize,
     pub intake_capacity: usize,
     pub spin_before_park: Duration,
+    pub doze_before_park: Duration,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
 }

@@ -128,6 +128,7 @@ where
                 lanes: plan.lanes.clone(),
                 max_in_flight_batches: plan.max_in_flight_batches,
                 spin_before_park: plan.spin_before_park,
+                doze_before_park: plan.doze_before_park,
             };
             let spawned = spawn_shard(
                 config,

@@ -45,8 +45,8 @@ mod route;
 mod stats;
 
 pub use config::{
-    Builder, StartError, DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES,
-    DEFAULT_SPIN_BEFORE_PARK,
+    Builder, StartError, DEFAULT_DOZE_BEFORE_PARK, DEFAULT_INTAKE_CAPACITY,
+    DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
 };
 pub use engine::{Engine, LocalSubmit, Submit};
 pub use route::route;

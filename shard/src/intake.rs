@@ -18,6 +18,13 @@
 //! caller sees `sleeping` and wakes the shard, or the shard sees the input
 //! and stays up. No wake-up is lost.
 //!
+//! **Bell.** Not everything the shard waits for is an item: a batch it sent
+//! is answered on whatever thread its store client runs. That thread
+//! [`ring`](Intake::ring)s: it sets `rung`, then wakes the shard the same
+//! way a caller does. The shard counts `rung` as news when it is about to
+//! sleep, so a ring obeys the same handshake as a push and is never lost;
+//! while the shard is awake a ring costs one store and one load.
+//!
 //! **Close** sets `CLOSED` and wakes the shard. A pusher that registered
 //! before `CLOSED` was set is counted in `state`, so the shard waits until the
 //! count drops to zero (*sealed*); from then on nothing can enter the queue,
@@ -225,6 +232,8 @@ pub struct Intake<T> {
     state: AtomicU64,
     sleeping: AtomicBool,
     waker: AtomicWaker,
+    /// Rung since the shard last took it (see [`Intake::ring`]).
+    rung: AtomicBool,
 }
 
 impl<T> Intake<T> {
@@ -235,6 +244,7 @@ impl<T> Intake<T> {
             state: AtomicU64::new(0),
             sleeping: AtomicBool::new(false),
             waker: AtomicWaker::new(),
+            rung: AtomicBool::new(false),
         }
     }
 
@@ -274,6 +284,20 @@ impl<T> Intake<T> {
         if self.sleeping.load(SeqCst) && self.sleeping.swap(false, SeqCst) {
             self.waker.wake();
         }
+    }
+
+    /// Any thread: tells the shard that something other than an item wants
+    /// its attention (a batch future was woken), and wakes it if it sleeps.
+    /// Rings between two looks of the shard count once.
+    pub fn ring(&self) {
+        self.rung.store(true, SeqCst);
+        self.wake_if_sleeping();
+    }
+
+    /// Shard side: whether a ring came since the last call, clearing it.
+    pub fn take_rung(&self) -> bool {
+        // The load keeps the common case (no ring) free of a write.
+        self.rung.load(SeqCst) && self.rung.swap(false, SeqCst)
     }
 
     /// Refuses every later push and wakes the shard. Idempotent; any thread.
@@ -316,13 +340,15 @@ impl<T> Intake<T> {
 
     /// Shard side, before it parks: registers `waker` and announces sleep.
     /// Returns `false` (and stays awake) if there is something to do: an
-    /// item, a close the shard has not seen yet (`close_seen == false`), or,
-    /// while it waits for the seal (`await_seal`), the seal.
+    /// item, a ring not yet taken, a close the shard has not seen yet
+    /// (`close_seen == false`), or, while it waits for the seal
+    /// (`await_seal`), the seal.
     pub fn prepare_sleep(&self, waker: &Waker, close_seen: bool, await_seal: bool) -> bool {
         self.waker.register(waker);
         self.sleeping.store(true, SeqCst);
         let state = self.state.load(SeqCst);
-        let news = !self.queue.is_empty()
+        let news = self.rung.load(SeqCst)
+            || !self.queue.is_empty()
             || (state & CLOSED != 0 && !close_seen)
             || (await_seal && state == CLOSED);
         if news {

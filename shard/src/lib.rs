@@ -17,6 +17,7 @@ mod batch_fn;
 mod config;
 mod core;
 mod error;
+mod idle;
 mod intake;
 mod key_hash;
 mod lanes;
@@ -31,6 +32,7 @@ pub use crate::core::{BatchOutcome, Dispatch, Outcome, Reply, ShardCore, Submiss
 pub use batch_fn::BatchFn;
 pub use config::{ConfigError, LanesConfig};
 pub use error::FerryError;
+pub use idle::DOZE_LOOK_EVERY;
 pub use intake::Intake;
 pub use key_hash::key_hash;
 pub use lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};

@@ -12,15 +12,25 @@
 //! 5. start the batches that admission made ready;
 //! 6. publish the stats, and stop once closed, sealed, drained and quiet;
 //! 7. wait for a batch to complete, new input (or close), or the earliest
-//!    deadline: if the shard worked within the last `spin_before_park`, by
-//!    looking again (yielding the CPU in between), otherwise by parking.
+//!    deadline: spinning, dozing or parked, by how long the shard has been
+//!    idle (see `idle.rs`).
+//!
+//! Steps 3 and 4 may be long (a hot key's batch has many callers, and
+//! waking each may hand this CPU to the caller's thread for a while), so
+//! between batches answered, and every `REACT_EVERY` inputs admitted, the
+//! loop looks whether a batch was woken meanwhile and lets it go on first.
+//!
+//! Batch futures are polled with the intake's *bell* as their waker: a
+//! batch answered on another thread rings it, which costs a store and a
+//! load while the shard runs and wakes it when it dozes or parks. Whether
+//! anything was woken is then a single flag, cheap to look at between
+//! steps.
 //!
 //! The loop hands the thread to glommio at once after a round that made
 //! another task of the thread ready (one spawned here, or a local caller
-//! answered), on every look while it lingers, and otherwise once per
+//! answered), after every look while idle, and otherwise once per
 //! `YIELD_EVERY` while busy, not every round: a glommio turn costs system
-//! calls, and batch completions need none (a batch's waker fills the
-//! running set's ready queue directly, from whichever thread answered it).
+//! calls, and batch completions need none.
 //!
 //! The shard loop is one task: batch futures run inside it, in a
 //! `FuturesUnordered`, so "take and mark busy" and "check open and admit" are
@@ -37,7 +47,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -47,6 +57,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::batch_fn::BatchFn;
 use crate::config::LanesConfig;
 use crate::core::{BatchOutcome, Reply, ShardCore, Submission};
+use crate::idle::{Alarm, Bell, IdlePolicy, Stage};
 use crate::intake::Intake;
 use crate::lanes::LaneId;
 use crate::local::{LocalShard, Nudge};
@@ -56,6 +67,10 @@ use crate::stats::ShardCounters;
 /// Inputs admitted per round at most, so completions and timers are looked
 /// at regularly even under a flood of input.
 const INTAKE_DRAIN_MAX: usize = 4096;
+
+/// While answering or admitting, the loop looks for woken batches after
+/// this many inputs admitted (and after each batch answered).
+const REACT_EVERY: usize = 64;
 
 /// While busy, the loop hands glommio the thread at least this often.
 const YIELD_EVERY: Duration = Duration::from_micros(50);
@@ -79,12 +94,16 @@ pub struct ShardConfig {
     pub lanes: LanesConfig,
     /// Batches in flight at once (slots).
     pub max_in_flight_batches: usize,
-    /// After its last work, an idle shard keeps looking for more this long
-    /// before it parks, calling `sched_yield` between looks so that other
-    /// threads of its core run first. Zero parks at once. Parking is costly
-    /// where wake-ups are (a wake-up crosses CPUs, and in a VM an idle CPU
-    /// wakes slowly), so a shard that is busy on and off does better not to.
+    /// After its last work, an idle shard first keeps looking for more this
+    /// long, calling `sched_yield` between looks so that other threads of
+    /// its core run first. Zero skips this stage.
     pub spin_before_park: Duration,
+    /// Then it dozes this long: blocked on a futex, so using no CPU, and
+    /// woken by input or a batch answer with one system call; it looks
+    /// again at least every 50 µs. Only then does it park in glommio, whose
+    /// sleep and wake-up cost far more. Zero skips this stage. (The three
+    /// stages are described in `idle.rs`.)
+    pub doze_before_park: Duration,
 }
 
 /// A task to start on a shard, sent from any thread.
@@ -133,7 +152,10 @@ where
     let builder = LocalExecutorBuilder::new(placement)
         .name(&format!("ferry-{}", config.id))
         .io_memory(IO_MEMORY);
-    let spin = config.spin_before_park;
+    let idle = IdlePolicy {
+        spin: config.spin_before_park,
+        doze: config.doze_before_park,
+    };
     builder
         .spawn(move || async move {
             let _closing = CloseOnExit(&intake);
@@ -142,16 +164,20 @@ where
                 config.lanes,
                 config.max_in_flight_batches,
             )));
-            let nudge = Rc::new(Nudge::default());
+            let wakers = Wakers {
+                nudge: Rc::new(Nudge::default()),
+                bell: Bell::waker(Arc::clone(&intake)),
+                alarm: Alarm::for_this_thread(),
+            };
             let origin = Instant::now();
             let _installed = LocalShard::install(LocalShard {
                 engine: config.engine,
                 index: config.id.index(),
                 core: core.clone(),
-                nudge: nudge.clone(),
+                nudge: wakers.nudge.clone(),
                 origin,
             });
-            run(&core, &nudge, &intake, &counters, batch_fn, origin, spin).await;
+            run(&core, &wakers, &intake, &counters, batch_fn, origin, idle).await;
         })
         .map_err(|err| std::io::Error::other(err.to_string()))
 }
@@ -187,19 +213,32 @@ type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Running<'a, I, O, E> = Pin<Box<dyn Future<Output = Finished<I, O, E>> + 'a>>;
 
+/// How the shard's loop is woken: by tasks of its own thread (`nudge`), by
+/// its batch futures from any thread (`bell`), and out of a doze (`alarm`).
+struct Wakers {
+    nudge: Rc<Nudge>,
+    bell: Waker,
+    alarm: Waker,
+}
+
 async fn run<K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
-    nudge: &Nudge,
+    wakers: &Wakers,
     intake: &Intake<Inbound<K, I, O, E>>,
     counters: &ShardCounters,
     batch_fn: B,
     origin: Instant,
-    spin: Duration,
+    idle: IdlePolicy,
 ) where
     K: std::hash::Hash + Eq + Clone,
     E: Clone,
     B: BatchFn<K, I, O, E>,
 {
+    let nudge = &wakers.nudge;
+    // Batch futures are polled with the bell, never with glommio's waker:
+    // an answer from another thread then reaches the shard in whatever
+    // stage it is (running, dozing or parked) through the intake.
+    let mut batch_cx = Context::from_waker(&wakers.bell);
     let mut running: FuturesUnordered<Running<'_, I, O, E>> = FuturesUnordered::new();
     let mut close_seen = false;
     let mut sealed = false;
@@ -208,8 +247,10 @@ async fn run<K, I, O, E, B>(
     let mut yielded_at = Duration::ZERO;
     let mut worked_at = Duration::ZERO;
     // Batches that finished and whose lanes are released, callers not yet
-    // answered; emptied at the start of the next round.
+    // answered; `answering` is the list being answered (the two swap, so
+    // neither allocates once grown).
     let mut finished: Vec<Unanswered<I, O, E>> = Vec::new();
+    let mut answering: Vec<Unanswered<I, O, E>> = Vec::new();
 
     loop {
         let now = origin.elapsed();
@@ -226,18 +267,33 @@ async fn run<K, I, O, E, B>(
         // answered sends its write), and lanes released by the batches that
         // finished go out, before callers are answered or new input is
         // admitted: a busy key's next round trip starts at once.
-        let mut worked = poll_fn(|cx| {
-            let progressed = progress(core, &mut running, &mut finished, now, cx);
-            Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx) | progressed)
-        })
-        .await;
-        for (replies, outcome) in finished.drain(..) {
-            core.borrow_mut().answer(replies, outcome);
+        intake.take_rung();
+        let progressed = progress(core, &mut running, &mut finished, now, &mut batch_cx);
+        let mut worked =
+            start_ready(core, &batch_fn, &mut running, now, &mut batch_cx) | progressed;
+        // Answering wakes callers, and a woken caller may take this CPU
+        // before the loop goes on; so between batches answered (and every
+        // `REACT_EVERY` inputs admitted below) the loop looks whether a
+        // batch was woken meanwhile, and if so lets it go on first.
+        while !finished.is_empty() {
+            std::mem::swap(&mut finished, &mut answering);
+            for (replies, outcome) in answering.drain(..) {
+                core.borrow_mut().answer(replies, outcome);
+                react(
+                    core,
+                    &batch_fn,
+                    &mut running,
+                    &mut finished,
+                    intake,
+                    origin,
+                    &mut batch_cx,
+                );
+            }
         }
         // An input whose push succeeded is admitted even if close came
         // after it: the lanes close only once the sealed intake is empty.
         let mut spawned = false;
-        for _ in 0..INTAKE_DRAIN_MAX {
+        for popped in 1..=INTAKE_DRAIN_MAX {
             match intake.pop() {
                 Some(Inbound::Submit(submission)) => core.borrow_mut().admit(submission, now),
                 Some(Inbound::Spawn(task)) => {
@@ -247,16 +303,26 @@ async fn run<K, I, O, E, B>(
                 None => break,
             }
             worked = true;
+            if popped % REACT_EVERY == 0 {
+                react(
+                    core,
+                    &batch_fn,
+                    &mut running,
+                    &mut finished,
+                    intake,
+                    origin,
+                    &mut batch_cx,
+                );
+            }
         }
         if sealed && !lanes_closed && intake.is_empty() {
             lanes_closed = true;
             core.borrow_mut().close();
         }
-        worked |=
-            poll_fn(|cx| Poll::Ready(start_ready(core, &batch_fn, &mut running, now, cx))).await;
+        worked |= start_ready(core, &batch_fn, &mut running, now, &mut batch_cx);
         counters.publish(&core.borrow().stats());
-        if lanes_closed && core.borrow().is_quiet() {
-            debug_assert!(running.is_empty() && finished.is_empty());
+        if lanes_closed && core.borrow().is_quiet() && finished.is_empty() {
+            debug_assert!(running.is_empty());
             return;
         }
 
@@ -267,15 +333,20 @@ async fn run<K, I, O, E, B>(
                 (due, glommio::timer::Timer::new(wait))
             });
         }
-        if worked {
+        if worked || !finished.is_empty() {
             worked_at = now;
         }
-        // Recently busy: look again soon rather than park, handing the CPU
-        // to other threads in between (see `ShardConfig::spin_before_park`).
-        let linger = now.saturating_sub(worked_at) < spin;
+        let due_in = timer.as_ref().map(|(due, _)| due.saturating_sub(now));
+        let stage = idle.stage(now.saturating_sub(worked_at), due_in);
         let woke = poll_fn(|cx| {
-            let completed = progress(core, &mut running, &mut finished, origin.elapsed(), cx);
-            if completed || nudge.take() {
+            let completed = progress(
+                core,
+                &mut running,
+                &mut finished,
+                origin.elapsed(),
+                &mut batch_cx,
+            );
+            if completed || !finished.is_empty() || nudge.take() {
                 return Poll::Ready(true);
             }
             if let Some((_, sleep)) = timer.as_mut() {
@@ -284,15 +355,29 @@ async fn run<K, I, O, E, B>(
                     return Poll::Ready(true);
                 }
             }
-            if linger {
-                std::thread::yield_now();
-                return Poll::Ready(false);
-            }
-            nudge.register(cx.waker());
-            if intake.prepare_sleep(cx.waker(), close_seen, close_seen && !sealed) {
-                Poll::Pending
-            } else {
-                Poll::Ready(true)
+            let await_seal = close_seen && !sealed;
+            match stage {
+                Stage::Spin => {
+                    std::thread::yield_now();
+                    Poll::Ready(false)
+                }
+                Stage::Doze(wait) => {
+                    if !wait.is_zero()
+                        && intake.prepare_sleep(&wakers.alarm, close_seen, await_seal)
+                    {
+                        std::thread::park_timeout(wait);
+                    }
+                    intake.awake();
+                    Poll::Ready(false)
+                }
+                Stage::Park => {
+                    nudge.register(cx.waker());
+                    if intake.prepare_sleep(cx.waker(), close_seen, await_seal) {
+                        Poll::Pending
+                    } else {
+                        Poll::Ready(true)
+                    }
+                }
             }
         })
         .await;
@@ -302,15 +387,41 @@ async fn run<K, I, O, E, B>(
         intake.awake();
         // Let the other tasks of this thread run: at once if this round made
         // one ready (a task spawned here, or a local caller answered), or if
-        // the shard is only lingering (it has nothing better to do, and a
-        // task here may be waiting on a timer or another thread), else once
-        // per budget.
-        let lingered = !woke;
+        // the shard is idle (it has nothing better to do, and a task here
+        // may be waiting on a timer or another thread), else once per
+        // budget.
+        let idled = !woke;
         let others_ready = core.borrow_mut().take_woke_local() || spawned;
-        if lingered || others_ready || origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
+        if idled || others_ready || origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
             yield_now().await;
             yielded_at = origin.elapsed();
         }
+    }
+}
+
+/// Between two steps of bulk work: if a batch was woken since the last
+/// look, lets it take its next step and starts the lanes that released.
+fn react<'a, K, I, O, E, B>(
+    core: &RefCell<ShardCore<K, I, O, E>>,
+    batch_fn: &B,
+    running: &mut FuturesUnordered<Running<'a, I, O, E>>,
+    finished: &mut Vec<Unanswered<I, O, E>>,
+    intake: &Intake<Inbound<K, I, O, E>>,
+    origin: Instant,
+    cx: &mut Context<'_>,
+) where
+    K: std::hash::Hash + Eq + Clone,
+    E: Clone,
+    B: BatchFn<K, I, O, E>,
+    B::Future: 'a,
+    I: 'a,
+    O: 'a,
+    E: 'a,
+{
+    if intake.take_rung() {
+        let now = origin.elapsed();
+        progress(core, running, finished, now, cx);
+        start_ready(core, batch_fn, running, now, cx);
     }
 }
 

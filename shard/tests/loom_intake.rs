@@ -1,10 +1,12 @@
 //! Model check of the intake's wake-up and close protocol (`src/intake.rs`)
 //! with loom: every interleaving of a few callers pushing, a thread closing,
-//! and the shard draining and going to sleep, up to a preemption bound.
+//! a thread ringing the bell (a batch answered elsewhere), and the shard
+//! draining and going to sleep, up to a preemption bound.
 //!
 //! Checked in every interleaving:
-//! - no lost wake-up: the shard never sleeps forever while an input waits or
-//!   a close it has not seen is pending (loom reports a deadlock if it does);
+//! - no lost wake-up: the shard never sleeps forever while an input waits, a
+//!   ring is untaken or a close it has not seen is pending (loom reports a
+//!   deadlock if it does);
 //! - nothing is accepted after the shard finished draining: every push that
 //!   returned `Ok` was popped by the shard before it stopped;
 //! - no caller is left waiting: every push returns, with `Ok` or with its
@@ -163,5 +165,44 @@ fn every_push_wakes_a_sleeping_shard() {
         }
         popped.sort_unstable();
         assert_eq!(popped, vec![1, 2]);
+    });
+}
+
+/// A batch answered on another thread rings the intake while a caller
+/// pushes and the shard goes to sleep whenever it finds nothing: the shard
+/// always comes back to see both, and a ring it took is not seen again.
+#[test]
+fn a_ring_is_never_lost() {
+    model(|| {
+        let intake = Arc::new(Intake::new(2));
+        let ringer = {
+            let intake = intake.clone();
+            thread::spawn(move || intake.ring())
+        };
+        let pusher = {
+            let intake = intake.clone();
+            thread::spawn(move || push(&intake, 1, false))
+        };
+        let parking = StdArc::new(Parking(Notify::new()));
+        let waker = Waker::from(parking.clone());
+        let mut rung = false;
+        let mut popped = Vec::new();
+        loop {
+            rung |= intake.take_rung();
+            while let Some(item) = intake.pop() {
+                popped.push(item);
+            }
+            if rung && !popped.is_empty() {
+                break;
+            }
+            if intake.prepare_sleep(&waker, false, false) {
+                parking.0.wait();
+            }
+            intake.awake();
+        }
+        ringer.join().unwrap();
+        assert_eq!(pusher.join().unwrap(), Some(1));
+        assert_eq!(popped, vec![1]);
+        assert!(!intake.take_rung(), "one ring, taken once");
     });
 }

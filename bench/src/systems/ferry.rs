@@ -37,6 +37,7 @@ impl FerrySystem {
             .max_in_flight_batches(settings.max_in_flight)
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
+            .doze_before_park(settings.doze_before_park)
             .start(move |_shard| {
                 move |key: u64, inputs: Vec<u64>| {
                     let count = inputs.len() as u64;

@@ -94,8 +94,10 @@ pub struct Settings {
     pub tokio_workers: usize,
     /// Pin ferry's shards to CPUs `0..shards` (when there are that many).
     pub pin: bool,
-    /// How long an idle ferry shard polls before it parks.
+    /// How long an idle ferry shard polls before it dozes.
     pub spin_before_park: Duration,
+    /// How long an idle ferry shard then dozes before it parks.
+    pub doze_before_park: Duration,
 }
 
 /// The systems by name, as `--compare` spells them.
