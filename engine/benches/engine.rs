@@ -60,11 +60,19 @@ fn main() {
     }
     wake_round_trip(Duration::from_secs(seconds.min(3)));
     local_latency(Duration::from_secs(seconds.min(3)));
-    for (pin, spin_us) in [(true, 50), (false, 50), (true, 0)] {
+    // Defaults; unpinned; no spin (the shard dozes at once, the caller
+    // parks); neither spin nor doze (the shard parks in glommio).
+    for (pin, spin_us, doze_us) in [
+        (true, 50, 2_000),
+        (false, 50, 2_000),
+        (true, 0, 2_000),
+        (true, 0, 0),
+    ] {
         latency(
             Duration::from_secs(seconds.min(3)),
             pin,
             Duration::from_micros(spin_us),
+            Duration::from_micros(doze_us),
         );
     }
 }
@@ -307,11 +315,12 @@ fn local_latency(run_for: Duration) {
     engine.join();
 }
 
-fn latency(run_for: Duration, pin: bool, spin: Duration) {
+fn latency(run_for: Duration, pin: bool, spin: Duration, doze: Duration) {
     let engine: Engine<u64, u64, u64, ()> = Engine::builder()
         .shards(SHARDS)
         .pin(pin)
         .spin_before_park(spin)
+        .doze_before_park(doze)
         .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
         .expect("engine starts");
     let mut histogram = Histogram::<u64>::new(3).unwrap();
@@ -324,7 +333,7 @@ fn latency(run_for: Duration, pin: bool, spin: Duration) {
         n += 1;
     }
     print_latency(
-        &format!("latency (pin {pin}, spin_before_park {spin:?}), 1 caller, 1 in flight"),
+        &format!("latency (pin {pin}, spin {spin:?}, doze {doze:?}), 1 caller, 1 in flight"),
         n,
         &histogram,
     );
