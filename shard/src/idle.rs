@@ -60,10 +60,23 @@ pub(crate) struct IdlePolicy {
 }
 
 impl IdlePolicy {
+    /// Whether spinning can pay for a shard with `in_flight` batches out,
+    /// whose batches typically take `typical_batch`: when nothing is in
+    /// flight (the next event may be a caller's input, any moment now), or
+    /// when batches come back within the spin. A shard that waits for a
+    /// store further away goes straight to the doze: spinning would not see
+    /// the answer come, and a CPU that spins never looks idle to the
+    /// scheduler, which then leaves the threads waiting for a CPU where
+    /// they are instead of moving one here.
+    pub(crate) fn spin_pays(&self, in_flight: usize, typical_batch: Duration) -> bool {
+        in_flight == 0 || typical_batch < self.spin
+    }
+
     /// The stage for a shard idle for `idle_for`, whose next lane deadline
-    /// (if any) is `due_in` from now.
-    pub(crate) fn stage(&self, idle_for: Duration, due_in: Option<Duration>) -> Stage {
-        if idle_for < self.spin {
+    /// (if any) is `due_in` from now; without `spin`, the spin stage is
+    /// dozed instead (the shard still parks at `spin + doze`).
+    pub(crate) fn stage(&self, idle_for: Duration, due_in: Option<Duration>, spin: bool) -> Stage {
+        if idle_for < self.spin && spin {
             return Stage::Spin;
         }
         let doze_ends = self.spin.saturating_add(self.doze);
@@ -75,6 +88,26 @@ impl IdlePolicy {
             wait = wait.min(due_in);
         }
         Stage::Doze(wait)
+    }
+}
+
+/// How long a shard's batches take, smoothed: each batch moves the estimate
+/// an eighth of the way to its own time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BatchTime {
+    typical_ns: u64,
+}
+
+impl BatchTime {
+    /// Counts a batch that took `took`, from its start to its outcome.
+    pub(crate) fn record(&mut self, took: Duration) {
+        let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.typical_ns = self.typical_ns - self.typical_ns / 8 + took_ns / 8;
+    }
+
+    /// The estimate (zero before any batch).
+    pub(crate) fn typical(&self) -> Duration {
+        Duration::from_nanos(self.typical_ns)
     }
 }
 
@@ -134,12 +167,18 @@ mod tests {
             spin: 20 * US,
             doze: 1000 * US,
         };
-        assert_eq!(policy.stage(Duration::ZERO, None), Stage::Spin);
-        assert_eq!(policy.stage(19 * US, None), Stage::Spin);
-        assert_eq!(policy.stage(20 * US, None), Stage::Doze(DOZE_LOOK_EVERY));
-        assert_eq!(policy.stage(1000 * US, None), Stage::Doze(20 * US));
-        assert_eq!(policy.stage(1020 * US, None), Stage::Park);
-        assert_eq!(policy.stage(Duration::from_secs(9), None), Stage::Park);
+        assert_eq!(policy.stage(Duration::ZERO, None, true), Stage::Spin);
+        assert_eq!(policy.stage(19 * US, None, true), Stage::Spin);
+        assert_eq!(
+            policy.stage(20 * US, None, true),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(policy.stage(1000 * US, None, true), Stage::Doze(20 * US));
+        assert_eq!(policy.stage(1020 * US, None, true), Stage::Park);
+        assert_eq!(
+            policy.stage(Duration::from_secs(9), None, true),
+            Stage::Park
+        );
     }
 
     #[test]
@@ -149,11 +188,11 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(7 * US)),
+            policy.stage(Duration::ZERO, Some(7 * US), true),
             Stage::Doze(7 * US)
         );
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(Duration::ZERO)),
+            policy.stage(Duration::ZERO, Some(Duration::ZERO), true),
             Stage::Doze(Duration::ZERO)
         );
     }
@@ -164,21 +203,68 @@ mod tests {
             spin: Duration::ZERO,
             doze: Duration::ZERO,
         };
-        assert_eq!(park_at_once.stage(Duration::ZERO, None), Stage::Park);
+        assert_eq!(park_at_once.stage(Duration::ZERO, None, true), Stage::Park);
         let spin_then_park = IdlePolicy {
             spin: 50 * US,
             doze: Duration::ZERO,
         };
-        assert_eq!(spin_then_park.stage(49 * US, None), Stage::Spin);
-        assert_eq!(spin_then_park.stage(50 * US, None), Stage::Park);
+        assert_eq!(spin_then_park.stage(49 * US, None, true), Stage::Spin);
+        assert_eq!(spin_then_park.stage(50 * US, None, true), Stage::Park);
         let never_park = IdlePolicy {
             spin: Duration::MAX,
             doze: Duration::MAX,
         };
         assert_eq!(
-            never_park.stage(Duration::from_secs(3600), None),
+            never_park.stage(Duration::from_secs(3600), None, true),
             Stage::Spin
         );
+    }
+
+    #[test]
+    fn without_spin_the_shard_dozes_from_its_last_work_and_parks_on_time() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: 100 * US,
+        };
+        assert_eq!(
+            policy.stage(Duration::ZERO, None, false),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(policy.stage(120 * US, None, false), Stage::Doze(30 * US));
+        assert_eq!(policy.stage(150 * US, None, false), Stage::Park);
+    }
+
+    #[test]
+    fn spinning_pays_with_nothing_in_flight_or_a_store_within_the_spin() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert!(policy.spin_pays(0, Duration::from_millis(1)));
+        assert!(policy.spin_pays(3, 10 * US));
+        assert!(!policy.spin_pays(3, 50 * US));
+        assert!(!policy.spin_pays(1, Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn the_batch_time_follows_recent_batches() {
+        let mut took = BatchTime::default();
+        assert_eq!(took.typical(), Duration::ZERO);
+        for _ in 0..100 {
+            took.record(Duration::from_millis(2));
+        }
+        let settled = took.typical();
+        assert!(
+            settled > Duration::from_micros(1_990) && settled <= Duration::from_millis(2),
+            "{settled:?}"
+        );
+        // A run of instant batches brings it down within a few dozen.
+        for _ in 0..40 {
+            took.record(Duration::ZERO);
+        }
+        assert!(took.typical() < 50 * US, "{:?}", took.typical());
+        took.record(Duration::MAX);
+        assert!(took.typical() >= Duration::from_nanos(u64::MAX / 8));
     }
 
     /// Counts its wakes.

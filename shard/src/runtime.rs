@@ -57,7 +57,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::batch_fn::BatchFn;
 use crate::config::LanesConfig;
 use crate::core::{BatchOutcome, Reply, ShardCore, Submission};
-use crate::idle::{Alarm, Bell, IdlePolicy, Stage};
+use crate::idle::{Alarm, BatchTime, Bell, IdlePolicy, Stage};
 use crate::intake::Intake;
 use crate::lanes::LaneId;
 use crate::local::{LocalShard, Nudge};
@@ -207,11 +207,18 @@ impl<T> Drop for CloseOnExit<'_, T> {
     }
 }
 
-type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
+/// A batch's lane, callers and outcome, and when it started.
+type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>, Duration);
 /// A finished batch whose lane is released and whose callers wait for their
 /// answers.
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Running<'a, I, O, E> = Pin<Box<dyn Future<Output = Finished<I, O, E>> + 'a>>;
+
+/// The batches in flight, and how long batches have been taking.
+struct InFlight<'a, I, O, E> {
+    running: FuturesUnordered<Running<'a, I, O, E>>,
+    took: BatchTime,
+}
 
 /// How the shard's loop is woken: by tasks of its own thread (`nudge`), by
 /// its batch futures from any thread (`bell`), and out of a doze (`alarm`).
@@ -239,7 +246,10 @@ async fn run<K, I, O, E, B>(
     // an answer from another thread then reaches the shard in whatever
     // stage it is (running, dozing or parked) through the intake.
     let mut batch_cx = Context::from_waker(&wakers.bell);
-    let mut running: FuturesUnordered<Running<'_, I, O, E>> = FuturesUnordered::new();
+    let mut flight = InFlight {
+        running: FuturesUnordered::new(),
+        took: BatchTime::default(),
+    };
     let mut close_seen = false;
     let mut sealed = false;
     let mut lanes_closed = false;
@@ -268,9 +278,8 @@ async fn run<K, I, O, E, B>(
         // finished go out, before callers are answered or new input is
         // admitted: a busy key's next round trip starts at once.
         intake.take_rung();
-        let progressed = progress(core, &mut running, &mut finished, now, &mut batch_cx);
-        let mut worked =
-            start_ready(core, &batch_fn, &mut running, now, &mut batch_cx) | progressed;
+        let progressed = progress(core, &mut flight, &mut finished, now, &mut batch_cx);
+        let mut worked = start_ready(core, &batch_fn, &mut flight, now, &mut batch_cx) | progressed;
         // Answering wakes callers, and a woken caller may take this CPU
         // before the loop goes on; so between batches answered (and every
         // `REACT_EVERY` inputs admitted below) the loop looks whether a
@@ -282,7 +291,7 @@ async fn run<K, I, O, E, B>(
                 react(
                     core,
                     &batch_fn,
-                    &mut running,
+                    &mut flight,
                     &mut finished,
                     intake,
                     origin,
@@ -307,7 +316,7 @@ async fn run<K, I, O, E, B>(
                 react(
                     core,
                     &batch_fn,
-                    &mut running,
+                    &mut flight,
                     &mut finished,
                     intake,
                     origin,
@@ -319,10 +328,10 @@ async fn run<K, I, O, E, B>(
             lanes_closed = true;
             core.borrow_mut().close();
         }
-        worked |= start_ready(core, &batch_fn, &mut running, now, &mut batch_cx);
+        worked |= start_ready(core, &batch_fn, &mut flight, now, &mut batch_cx);
         counters.publish(&core.borrow().stats());
         if lanes_closed && core.borrow().is_quiet() && finished.is_empty() {
-            debug_assert!(running.is_empty());
+            debug_assert!(flight.running.is_empty());
             return;
         }
 
@@ -337,11 +346,12 @@ async fn run<K, I, O, E, B>(
             worked_at = now;
         }
         let due_in = timer.as_ref().map(|(due, _)| due.saturating_sub(now));
-        let stage = idle.stage(now.saturating_sub(worked_at), due_in);
+        let spin = idle.spin_pays(core.borrow().in_flight(), flight.took.typical());
+        let stage = idle.stage(now.saturating_sub(worked_at), due_in, spin);
         let woke = poll_fn(|cx| {
             let completed = progress(
                 core,
-                &mut running,
+                &mut flight,
                 &mut finished,
                 origin.elapsed(),
                 &mut batch_cx,
@@ -404,7 +414,7 @@ async fn run<K, I, O, E, B>(
 fn react<'a, K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
     batch_fn: &B,
-    running: &mut FuturesUnordered<Running<'a, I, O, E>>,
+    flight: &mut InFlight<'a, I, O, E>,
     finished: &mut Vec<Unanswered<I, O, E>>,
     intake: &Intake<Inbound<K, I, O, E>>,
     origin: Instant,
@@ -420,8 +430,8 @@ fn react<'a, K, I, O, E, B>(
 {
     if intake.take_rung() {
         let now = origin.elapsed();
-        progress(core, running, finished, now, cx);
-        start_ready(core, batch_fn, running, now, cx);
+        progress(core, flight, finished, now, cx);
+        start_ready(core, batch_fn, flight, now, cx);
     }
 }
 
@@ -430,7 +440,7 @@ fn react<'a, K, I, O, E, B>(
 /// the released lanes have been looked at. Returns whether any finished.
 fn progress<K, I, O, E>(
     core: &RefCell<ShardCore<K, I, O, E>>,
-    running: &mut FuturesUnordered<Running<'_, I, O, E>>,
+    flight: &mut InFlight<'_, I, O, E>,
     finished: &mut Vec<Unanswered<I, O, E>>,
     now: Duration,
     cx: &mut Context<'_>,
@@ -440,7 +450,10 @@ where
     E: Clone,
 {
     let mut any = false;
-    while let Poll::Ready(Some((lane, replies, outcome))) = running.poll_next_unpin(cx) {
+    while let Poll::Ready(Some((lane, replies, outcome, started))) =
+        flight.running.poll_next_unpin(cx)
+    {
+        flight.took.record(now.saturating_sub(started));
         core.borrow_mut().release(lane, now);
         finished.push((replies, outcome));
         any = true;
@@ -457,7 +470,7 @@ where
 fn start_ready<'a, K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
     batch_fn: &B,
-    running: &mut FuturesUnordered<Running<'a, I, O, E>>,
+    flight: &mut InFlight<'a, I, O, E>,
     now: Duration,
     cx: &mut Context<'_>,
 ) -> bool
@@ -492,13 +505,14 @@ where
                 },
                 Err(_) => BatchOutcome::Panicked,
             };
-            (lane, replies, outcome)
+            (lane, replies, outcome, now)
         });
         match batch.as_mut().poll(cx) {
-            Poll::Ready((lane, replies, outcome)) => {
+            Poll::Ready((lane, replies, outcome, _)) => {
+                flight.took.record(Duration::ZERO);
                 core.borrow_mut().complete(lane, replies, outcome, now)
             }
-            Poll::Pending => running.push(batch),
+            Poll::Pending => flight.running.push(batch),
         }
     }
     started_any
