@@ -28,6 +28,7 @@
 //! microseconds, say) thus stays in the first two stages and never pays
 //! for parking; an idle one parks after `spin + doze`.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::thread::Thread;
@@ -60,27 +61,38 @@ pub(crate) struct IdlePolicy {
 }
 
 impl IdlePolicy {
-    /// Whether spinning can pay for a shard with `in_flight` batches out,
-    /// whose batches typically take `typical_batch`: when nothing is in
-    /// flight (the next event may be a caller's input, any moment now), or
-    /// when batches come back within the spin. A shard that waits for a
-    /// store further away goes straight to the doze: spinning would not see
-    /// the answer come, and a CPU that spins never looks idle to the
-    /// scheduler, which then leaves the threads waiting for a CPU where
-    /// they are instead of moving one here.
-    pub(crate) fn spin_pays(&self, in_flight: usize, typical_batch: Duration) -> bool {
-        in_flight == 0 || typical_batch < self.spin
+    /// What a shard with `in_flight` batches out, whose batches typically
+    /// take `typical_batch`, is waiting for; `glommio_wakes` says whether a
+    /// batch was lately woken on the shard's own thread (by glommio's
+    /// reactor: a timer or I/O the batch awaits, or a task of the thread).
+    pub(crate) fn awaiting(
+        &self,
+        in_flight: usize,
+        typical_batch: Duration,
+        glommio_wakes: bool,
+    ) -> Awaiting {
+        if glommio_wakes {
+            Awaiting::Glommio
+        } else if in_flight == 0 || typical_batch < self.spin {
+            Awaiting::Soon
+        } else {
+            Awaiting::Elsewhere
+        }
     }
 
     /// The stage for a shard idle for `idle_for`, whose next lane deadline
-    /// (if any) is `due_in` from now; without `spin`, the spin stage is
-    /// dozed instead (the shard still parks at `spin + doze`).
-    pub(crate) fn stage(&self, idle_for: Duration, due_in: Option<Duration>, spin: bool) -> Stage {
-        if idle_for < self.spin && spin {
+    /// (if any) is `due_in` from now.
+    pub(crate) fn stage(
+        &self,
+        idle_for: Duration,
+        due_in: Option<Duration>,
+        awaiting: Awaiting,
+    ) -> Stage {
+        if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
             return Stage::Spin;
         }
         let doze_ends = self.spin.saturating_add(self.doze);
-        if idle_for >= doze_ends {
+        if idle_for >= doze_ends || awaiting == Awaiting::Glommio {
             return Stage::Park;
         }
         let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY);
@@ -89,6 +101,67 @@ impl IdlePolicy {
         }
         Stage::Doze(wait)
     }
+}
+
+/// What an idle shard is waiting for, which decides its stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Awaiting {
+    /// Something that may come any moment: nothing is in flight (the next
+    /// event is a caller's input), or batches come back within the spin.
+    /// Spin, doze, park.
+    Soon,
+    /// Answers from other threads, further away than the spin. Spinning
+    /// would not see one come, and a CPU that spins never looks idle to the
+    /// scheduler, which then keeps threads waiting for a CPU off it: doze
+    /// from the start, then park.
+    Elsewhere,
+    /// Events glommio delivers on this thread (the batches' timers or I/O):
+    /// glommio must keep running, which it does not while the thread
+    /// dozes. Spin (each look gives glommio a turn), then park.
+    Glommio,
+}
+
+/// How long after a batch was last woken by glommio the shard still counts
+/// on glommio's events.
+pub(crate) const GLOMMIO_MEMORY: Duration = Duration::from_millis(10);
+
+/// Where the shard's thread is, for telling glommio's wake-ups apart.
+const NOT_A_SHARD: u8 = 0;
+/// In the shard's loop: a ring here is the loop's own doing (a batch that
+/// woke another while polled, or `FuturesUnordered` asking to be polled
+/// again after a long turn), not an event from outside.
+const IN_LOOP: u8 = 1;
+/// Out of the loop (glommio's turn, or parked): a ring here comes from
+/// glommio's reactor (a timer or I/O a batch awaits) or another task.
+const OUT_OF_LOOP: u8 = 2;
+/// Rung while out of the loop.
+const RUNG_OUT_OF_LOOP: u8 = 3;
+
+thread_local! {
+    static WHERE: Cell<u8> = const { Cell::new(NOT_A_SHARD) };
+}
+
+/// The shard's loop resumes on this thread; returns whether a bell rang
+/// on it while the loop was out (see [`leave_loop`]).
+pub(crate) fn enter_loop() -> bool {
+    WHERE.with(|place| place.replace(IN_LOOP) == RUNG_OUT_OF_LOOP)
+}
+
+/// The shard's loop hands this thread to glommio (or parks).
+pub(crate) fn leave_loop() {
+    WHERE.with(|place| {
+        if place.get() == IN_LOOP {
+            place.set(OUT_OF_LOOP);
+        }
+    });
+}
+
+fn note_ring_here() {
+    WHERE.with(|place| {
+        if place.get() == OUT_OF_LOOP {
+            place.set(RUNG_OUT_OF_LOOP);
+        }
+    });
 }
 
 /// How long a shard's batches take, smoothed: each batch moves the estimate
@@ -147,10 +220,11 @@ impl<T: Send + 'static> Bell<T> {
 
 impl<T: Send> Wake for Bell<T> {
     fn wake(self: Arc<Self>) {
-        self.0.ring();
+        self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        note_ring_here();
         self.0.ring();
     }
 }
@@ -167,16 +241,22 @@ mod tests {
             spin: 20 * US,
             doze: 1000 * US,
         };
-        assert_eq!(policy.stage(Duration::ZERO, None, true), Stage::Spin);
-        assert_eq!(policy.stage(19 * US, None, true), Stage::Spin);
         assert_eq!(
-            policy.stage(20 * US, None, true),
+            policy.stage(Duration::ZERO, None, Awaiting::Soon),
+            Stage::Spin
+        );
+        assert_eq!(policy.stage(19 * US, None, Awaiting::Soon), Stage::Spin);
+        assert_eq!(
+            policy.stage(20 * US, None, Awaiting::Soon),
             Stage::Doze(DOZE_LOOK_EVERY)
         );
-        assert_eq!(policy.stage(1000 * US, None, true), Stage::Doze(20 * US));
-        assert_eq!(policy.stage(1020 * US, None, true), Stage::Park);
         assert_eq!(
-            policy.stage(Duration::from_secs(9), None, true),
+            policy.stage(1000 * US, None, Awaiting::Soon),
+            Stage::Doze(20 * US)
+        );
+        assert_eq!(policy.stage(1020 * US, None, Awaiting::Soon), Stage::Park);
+        assert_eq!(
+            policy.stage(Duration::from_secs(9), None, Awaiting::Soon),
             Stage::Park
         );
     }
@@ -188,11 +268,11 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(7 * US), true),
+            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon),
             Stage::Doze(7 * US)
         );
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(Duration::ZERO), true),
+            policy.stage(Duration::ZERO, Some(Duration::ZERO), Awaiting::Soon),
             Stage::Doze(Duration::ZERO)
         );
     }
@@ -203,19 +283,28 @@ mod tests {
             spin: Duration::ZERO,
             doze: Duration::ZERO,
         };
-        assert_eq!(park_at_once.stage(Duration::ZERO, None, true), Stage::Park);
+        assert_eq!(
+            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon),
+            Stage::Park
+        );
         let spin_then_park = IdlePolicy {
             spin: 50 * US,
             doze: Duration::ZERO,
         };
-        assert_eq!(spin_then_park.stage(49 * US, None, true), Stage::Spin);
-        assert_eq!(spin_then_park.stage(50 * US, None, true), Stage::Park);
+        assert_eq!(
+            spin_then_park.stage(49 * US, None, Awaiting::Soon),
+            Stage::Spin
+        );
+        assert_eq!(
+            spin_then_park.stage(50 * US, None, Awaiting::Soon),
+            Stage::Park
+        );
         let never_park = IdlePolicy {
             spin: Duration::MAX,
             doze: Duration::MAX,
         };
         assert_eq!(
-            never_park.stage(Duration::from_secs(3600), None, true),
+            never_park.stage(Duration::from_secs(3600), None, Awaiting::Soon),
             Stage::Spin
         );
     }
@@ -227,23 +316,70 @@ mod tests {
             doze: 100 * US,
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, None, false),
+            policy.stage(Duration::ZERO, None, Awaiting::Elsewhere),
             Stage::Doze(DOZE_LOOK_EVERY)
         );
-        assert_eq!(policy.stage(120 * US, None, false), Stage::Doze(30 * US));
-        assert_eq!(policy.stage(150 * US, None, false), Stage::Park);
+        assert_eq!(
+            policy.stage(120 * US, None, Awaiting::Elsewhere),
+            Stage::Doze(30 * US)
+        );
+        assert_eq!(
+            policy.stage(150 * US, None, Awaiting::Elsewhere),
+            Stage::Park
+        );
     }
 
     #[test]
-    fn spinning_pays_with_nothing_in_flight_or_a_store_within_the_spin() {
+    fn what_the_shard_awaits() {
         let policy = IdlePolicy {
             spin: 50 * US,
             doze: Duration::from_millis(2),
         };
-        assert!(policy.spin_pays(0, Duration::from_millis(1)));
-        assert!(policy.spin_pays(3, 10 * US));
-        assert!(!policy.spin_pays(3, 50 * US));
-        assert!(!policy.spin_pays(1, Duration::from_millis(1)));
+        let ms = Duration::from_millis(1);
+        assert_eq!(policy.awaiting(0, ms, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 10 * US, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 50 * US, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Glommio);
+        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Glommio);
+    }
+
+    #[test]
+    fn glommio_driven_shards_spin_then_park_without_dozing() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(policy.stage(49 * US, None, Awaiting::Glommio), Stage::Spin);
+        assert_eq!(policy.stage(50 * US, None, Awaiting::Glommio), Stage::Park);
+    }
+
+    #[test]
+    fn only_rings_on_the_shard_thread_while_the_loop_is_out_count_as_glommio() {
+        let intake = Arc::new(Intake::<u32>::new(4));
+        let bell = Bell::waker(Arc::clone(&intake));
+        std::thread::spawn(move || {
+            assert!(!enter_loop(), "nothing rang yet");
+            bell.wake_by_ref();
+            leave_loop();
+            assert!(!enter_loop(), "rung by the loop itself");
+            leave_loop();
+            let elsewhere = bell.clone();
+            std::thread::spawn(move || elsewhere.wake()).join().unwrap();
+            assert!(!enter_loop(), "rung on another thread");
+            leave_loop();
+            bell.wake_by_ref();
+            bell.wake_by_ref();
+            assert!(enter_loop(), "rung here while the loop was out");
+            leave_loop();
+            assert!(!enter_loop(), "taken once");
+        })
+        .join()
+        .unwrap();
+        // On a thread that never entered a loop, nothing is recorded.
+        Bell::waker(Arc::new(Intake::<u32>::new(1))).wake();
+        leave_loop();
+        WHERE.with(|place| assert_eq!(place.get(), NOT_A_SHARD));
     }
 
     #[test]

@@ -57,7 +57,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::batch_fn::BatchFn;
 use crate::config::LanesConfig;
 use crate::core::{BatchOutcome, Reply, ShardCore, Submission};
-use crate::idle::{Alarm, BatchTime, Bell, IdlePolicy, Stage};
+use crate::idle::{self, Alarm, BatchTime, Bell, IdlePolicy, Stage, GLOMMIO_MEMORY};
 use crate::intake::Intake;
 use crate::lanes::LaneId;
 use crate::local::{LocalShard, Nudge};
@@ -256,6 +256,8 @@ async fn run<K, I, O, E, B>(
     let mut timer: Option<(Duration, glommio::timer::Timer)> = None;
     let mut yielded_at = Duration::ZERO;
     let mut worked_at = Duration::ZERO;
+    // When a batch was last woken on this thread (see `idle::Awaiting`).
+    let mut glommio_woke_at: Option<Duration> = None;
     // Batches that finished and whose lanes are released, callers not yet
     // answered; `answering` is the list being answered (the two swap, so
     // neither allocates once grown).
@@ -346,9 +348,18 @@ async fn run<K, I, O, E, B>(
             worked_at = now;
         }
         let due_in = timer.as_ref().map(|(due, _)| due.saturating_sub(now));
-        let spin = idle.spin_pays(core.borrow().in_flight(), flight.took.typical());
-        let stage = idle.stage(now.saturating_sub(worked_at), due_in, spin);
+        let glommio_wakes =
+            glommio_woke_at.is_some_and(|at| now.saturating_sub(at) < GLOMMIO_MEMORY);
+        let awaiting = idle.awaiting(
+            core.borrow().in_flight(),
+            flight.took.typical(),
+            glommio_wakes,
+        );
+        let stage = idle.stage(now.saturating_sub(worked_at), due_in, awaiting);
         let woke = poll_fn(|cx| {
+            if idle::enter_loop() {
+                glommio_woke_at = Some(origin.elapsed());
+            }
             let completed = progress(
                 core,
                 &mut flight,
@@ -383,6 +394,7 @@ async fn run<K, I, O, E, B>(
                 Stage::Park => {
                     nudge.register(cx.waker());
                     if intake.prepare_sleep(cx.waker(), close_seen, await_seal) {
+                        idle::leave_loop();
                         Poll::Pending
                     } else {
                         Poll::Ready(true)
@@ -403,8 +415,12 @@ async fn run<K, I, O, E, B>(
         let idled = !woke;
         let others_ready = core.borrow_mut().take_woke_local() || spawned;
         if idled || others_ready || origin.elapsed().saturating_sub(yielded_at) >= YIELD_EVERY {
+            idle::leave_loop();
             yield_now().await;
             yielded_at = origin.elapsed();
+            if idle::enter_loop() {
+                glommio_woke_at = Some(yielded_at);
+            }
         }
     }
 }
