@@ -256,7 +256,8 @@ async fn run<K, I, O, E, B>(
     let mut timer: Option<(Duration, glommio::timer::Timer)> = None;
     let mut yielded_at = Duration::ZERO;
     let mut worked_at = Duration::ZERO;
-    // When a batch was last woken on this thread (see `idle::Awaiting`).
+    // When a batch was last woken by glommio: rung on this thread while the
+    // loop had handed the thread to glommio (see `idle::Awaiting`).
     let mut glommio_woke_at: Option<Duration> = None;
     // Batches that finished and whose lanes are released, callers not yet
     // answered; `answering` is the list being answered (the two swap, so
