@@ -41,6 +41,8 @@ impl Stats {
                 batches: sum.batches + s.batches,
                 sent: sum.sent + s.sent,
                 answered: sum.answered + s.answered,
+                dozes: sum.dozes + s.dozes,
+                parks: sum.parks + s.parks,
             })
     }
 

@@ -144,7 +144,20 @@ fn every_stage_delivers_every_kind_of_answer_body() {
                     "{answer:?}, spin {spin:?}, doze {doze:?}"
                 );
             }
-            assert_eq!(engine.stats().total().answered, 520);
+            let total = engine.stats().total();
+            assert_eq!(total.answered, 520);
+            // Which stages ran: none that is switched off, and each that is
+            // the only one left.
+            if doze.is_zero() {
+                assert_eq!(total.dozes, 0, "{answer:?}, spin {spin:?}: dozed");
+            }
+            if spin.is_zero() && doze.is_zero() {
+                assert!(total.parks > 0, "{answer:?}: never parked");
+            }
+            if doze == Duration::from_secs(60) && !matches!(answer, Answer::ByAGlommioTimer) {
+                assert!(total.dozes > 0, "{answer:?}: never dozed");
+                assert_eq!(total.parks, 0, "{answer:?}: parked within the doze");
+            }
             engine.close();
             engine.join();
         }

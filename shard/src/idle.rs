@@ -91,7 +91,12 @@ impl IdlePolicy {
         if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
             return Stage::Spin;
         }
-        let doze_ends = self.spin.saturating_add(self.doze);
+        // A skipped spin is not dozed instead: `doze` is the doze's length
+        // whatever came before it (so zero still means no doze).
+        let doze_ends = match awaiting {
+            Awaiting::Elsewhere => self.doze,
+            Awaiting::Soon | Awaiting::Glommio => self.spin.saturating_add(self.doze),
+        };
         if idle_for >= doze_ends || awaiting == Awaiting::Glommio {
             return Stage::Park;
         }
@@ -310,21 +315,22 @@ mod tests {
     }
 
     #[test]
-    fn without_spin_the_shard_dozes_from_its_last_work_and_parks_on_time() {
+    fn without_spin_the_shard_dozes_from_its_last_work_for_the_doze_alone() {
         let policy = IdlePolicy {
             spin: 50 * US,
             doze: 100 * US,
         };
+        let elsewhere = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere);
+        assert_eq!(elsewhere(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(elsewhere(70 * US), Stage::Doze(30 * US));
+        assert_eq!(elsewhere(100 * US), Stage::Park);
+        // No doze configured: the skipped spin is not dozed instead.
+        let no_doze = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::ZERO,
+        };
         assert_eq!(
-            policy.stage(Duration::ZERO, None, Awaiting::Elsewhere),
-            Stage::Doze(DOZE_LOOK_EVERY)
-        );
-        assert_eq!(
-            policy.stage(120 * US, None, Awaiting::Elsewhere),
-            Stage::Doze(30 * US)
-        );
-        assert_eq!(
-            policy.stage(150 * US, None, Awaiting::Elsewhere),
+            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere),
             Stage::Park
         );
     }

@@ -62,7 +62,7 @@ use crate::intake::Intake;
 use crate::lanes::LaneId;
 use crate::local::{LocalShard, Nudge};
 use crate::shard_id::ShardId;
-use crate::stats::ShardCounters;
+use crate::stats::{ShardCounters, ShardStats};
 
 /// Inputs admitted per round at most, so completions and timers are looked
 /// at regularly even under a flood of input.
@@ -264,6 +264,9 @@ async fn run<K, I, O, E, B>(
     // neither allocates once grown).
     let mut finished: Vec<Unanswered<I, O, E>> = Vec::new();
     let mut answering: Vec<Unanswered<I, O, E>> = Vec::new();
+    // Times the shard dozed and parked (see `ShardStats`).
+    let mut dozes = 0_u64;
+    let mut parks = 0_u64;
 
     loop {
         let now = origin.elapsed();
@@ -332,7 +335,11 @@ async fn run<K, I, O, E, B>(
             core.borrow_mut().close();
         }
         worked |= start_ready(core, &batch_fn, &mut flight, now, &mut batch_cx);
-        counters.publish(&core.borrow().stats());
+        counters.publish(&ShardStats {
+            dozes,
+            parks,
+            ..core.borrow().stats()
+        });
         if lanes_closed && core.borrow().is_quiet() && finished.is_empty() {
             debug_assert!(flight.running.is_empty());
             return;
@@ -387,6 +394,7 @@ async fn run<K, I, O, E, B>(
                     if !wait.is_zero()
                         && intake.prepare_sleep(&wakers.alarm, close_seen, await_seal)
                     {
+                        dozes += 1;
                         std::thread::park_timeout(wait);
                     }
                     intake.awake();
@@ -395,6 +403,7 @@ async fn run<K, I, O, E, B>(
                 Stage::Park => {
                     nudge.register(cx.waker());
                     if intake.prepare_sleep(cx.waker(), close_seen, await_seal) {
+                        parks += 1;
                         idle::leave_loop();
                         Poll::Pending
                     } else {

@@ -37,6 +37,14 @@ pub struct ShardStats {
     pub sent: u64,
     /// Admitted inputs whose caller was answered. Counter.
     pub answered: u64,
+    /// Times the shard, out of work, blocked its thread on a futex (the
+    /// doze; see `doze_before_park`). Counter.
+    pub dozes: u64,
+    /// Times the shard, out of work, parked in glommio's `io_uring` wait,
+    /// which is dearer to enter and to leave than a doze. Many parks a
+    /// second under load say that `doze_before_park` is shorter than the
+    /// gaps between the shard's events. Counter.
+    pub parks: u64,
 }
 
 /// The published counters of one shard.
@@ -53,6 +61,8 @@ pub struct ShardCounters {
     batches: AtomicU64,
     sent: AtomicU64,
     answered: AtomicU64,
+    dozes: AtomicU64,
+    parks: AtomicU64,
 }
 
 impl ShardCounters {
@@ -69,6 +79,8 @@ impl ShardCounters {
         self.batches.store(stats.batches, Relaxed);
         self.sent.store(stats.sent, Relaxed);
         self.answered.store(stats.answered, Relaxed);
+        self.dozes.store(stats.dozes, Relaxed);
+        self.parks.store(stats.parks, Relaxed);
     }
 
     /// Caller side: an input was refused before reaching the shard.
@@ -90,6 +102,8 @@ impl ShardCounters {
             batches: self.batches.load(Relaxed),
             sent: self.sent.load(Relaxed),
             answered: self.answered.load(Relaxed),
+            dozes: self.dozes.load(Relaxed),
+            parks: self.parks.load(Relaxed),
         }
     }
 }
