@@ -42,7 +42,7 @@ use hdrhistogram::Histogram;
 
 use crate::dist::{KeySampler, Rng};
 use crate::store::new_histogram;
-use crate::systems::{BatchCounts, Outcome, System};
+use crate::systems::{BatchCounts, IdleCounts, Outcome, System};
 
 /// How often a generator publishes its latencies for the progress line.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
@@ -110,6 +110,9 @@ pub struct Measured {
     pub latency: Histogram<u64>,
     /// Batches in the measured window, if the system counts them.
     pub batches: Option<BatchCounts>,
+    /// Dozes and parks of the system's shards in the measured window, if
+    /// it has shards that count them.
+    pub idle: Option<IdleCounts>,
     /// Whether the drain timed out with inputs still outstanding.
     pub gave_up: bool,
 }
@@ -226,6 +229,8 @@ pub fn drive<S: System>(
     };
     let mut batches_from = None;
     let mut batches_to = None;
+    let mut idle_from = None;
+    let mut idle_to = None;
 
     std::thread::scope(|scope| {
         for (index, published) in published.iter().enumerate() {
@@ -244,9 +249,11 @@ pub fn drive<S: System>(
             let now = Instant::now();
             if batches_from.is_none() && now >= measure_from {
                 batches_from = Some(system.batch_counts());
+                idle_from = system.idle_counts();
             }
             if batches_to.is_none() && now >= stop_at {
                 batches_to = Some(system.batch_counts());
+                idle_to = system.idle_counts();
             }
             if published.iter().all(|p| p.finished.load(Ordering::Acquire)) {
                 break;
@@ -300,6 +307,10 @@ pub fn drive<S: System>(
         (Some(Some(from)), Some(to)) => Some(to.since(from)),
         _ => None,
     };
+    let idle = match (idle_from, idle_to.or_else(|| system.idle_counts())) {
+        (Some(from), Some(to)) => Some(to.since(from)),
+        _ => None,
+    };
     let sum = |field: fn(&Published) -> &AtomicU64| -> u64 {
         published
             .iter()
@@ -315,6 +326,7 @@ pub fn drive<S: System>(
         window: load.duration,
         latency: merge(&published),
         batches,
+        idle,
         gave_up: published.iter().any(|p| p.gave_up.load(Ordering::Relaxed)),
     }
 }

@@ -314,6 +314,7 @@ fn run(args: &Args) -> Result<bool, String> {
     println!();
     print!("{}", report::ratios(&runs));
     print!("{}", report::store_timing(&runs));
+    print!("{}", report::idle_stages(&runs));
 
     if let Some(path) = &args.json {
         let command = std::env::args().collect::<Vec<_>>().join(" ");

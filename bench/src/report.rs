@@ -55,6 +55,11 @@ pub struct RunResult {
     pub cpu_us_per_input: f64,
     /// Length of the measured window, seconds.
     pub seconds: f64,
+    /// Times per second, in the measured window, that the system's shards
+    /// dozed when out of work (ferry only).
+    pub dozes_per_s: Option<f64>,
+    /// Times per second that they parked in glommio (ferry only).
+    pub parks_per_s: Option<f64>,
 }
 
 impl RunResult {
@@ -77,6 +82,8 @@ impl RunResult {
             }
         };
         let late = |ns: u64| (!store_lateness.is_empty()).then(|| us(ns));
+        let window = measured.window.as_secs_f64().max(f64::MIN_POSITIVE);
+        let per_second = |count: u64| (count as f64 / window * 10.0).round() / 10.0;
         RunResult {
             system: system.to_string(),
             shards,
@@ -105,6 +112,8 @@ impl RunResult {
             store_late_max_us: late(store_lateness.max()),
             cpu_us_per_input: 0.0,
             seconds: measured.window.as_secs_f64(),
+            dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
+            parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
         }
     }
 
@@ -197,6 +206,32 @@ pub fn ratios(runs: &[RunResult]) -> String {
         }
     }
     out
+}
+
+/// How often each run's shards slept, and how (ferry's runs only): many
+/// parks a second mean the shards' doze is shorter than their idle gaps.
+pub fn idle_stages(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        if let (Some(dozes), Some(parks)) = (run.dozes_per_s, run.parks_per_s) {
+            let _ = writeln!(
+                out,
+                "shards out of work, {}: {} dozes/s, {} parks/s",
+                run.label(),
+                rate(dozes),
+                rate(parks)
+            );
+        }
+    }
+    out
+}
+
+fn rate(per_second: f64) -> String {
+    if per_second >= 100.0 {
+        thousands(per_second.round() as u64)
+    } else {
+        format!("{per_second:.1}")
+    }
 }
 
 /// How precisely the store kept its round trip in each run.
@@ -314,7 +349,21 @@ mod tests {
             store_late_max_us: None,
             cpu_us_per_input: 1.0,
             seconds: 1.0,
+            dozes_per_s: None,
+            parks_per_s: None,
         }
+    }
+
+    #[test]
+    fn idle_stages_are_told_for_runs_that_count_them() {
+        let mut ferry = run("ferry", Some(2), 1.0);
+        ferry.dozes_per_s = Some(45_210.4);
+        ferry.parks_per_s = Some(0.5);
+        let text = idle_stages(&[ferry, run("single-lock", None, 1.0)]);
+        assert_eq!(
+            text,
+            "shards out of work, ferry (2 shards): 45,210 dozes/s, 0.5 parks/s\n"
+        );
     }
 
     #[test]

@@ -73,6 +73,10 @@ fn ferry_loses_nothing_and_never_conflicts() {
         result.mean_batch > 1.0,
         "64 clients on 50 zipf keys must batch: {result:?}"
     );
+    // Waiting 200 µs on the store with spin zero, the shard dozes between
+    // answers, and its dozes and parks are reported.
+    assert!(result.dozes_per_s.is_some_and(|d| d > 0.0), "{result:?}");
+    assert!(result.parks_per_s.is_some(), "{result:?}");
 }
 
 #[test]
@@ -96,6 +100,7 @@ fn single_lock_loses_nothing() {
     let result = measure(SystemKind::SingleLock, RTT, CLOSED);
     assert_clean(&result);
     assert_eq!(result.conflicts, 0, "one batch per key, like ferry");
+    assert_eq!((result.dozes_per_s, result.parks_per_s), (None, None));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use futures::FutureExt;
 use ferry::{Engine, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};
+use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
 
 type FerryOutcome = Result<u64, FerryError<u64, StoreError>>;
 
@@ -71,6 +71,14 @@ impl System for FerrySystem {
         Some(BatchCounts {
             batches: total.batches,
             inputs: total.sent,
+        })
+    }
+
+    fn idle_counts(&self) -> Option<IdleCounts> {
+        let total = self.engine.stats().total();
+        Some(IdleCounts {
+            dozes: total.dozes,
+            parks: total.parks,
         })
     }
 

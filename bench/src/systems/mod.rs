@@ -59,6 +59,26 @@ impl BatchCounts {
     }
 }
 
+/// How often a system's shards went to sleep, and how: the doze (a futex)
+/// and the park (glommio's `io_uring` wait). Only ferry has shards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdleCounts {
+    /// Dozes so far.
+    pub dozes: u64,
+    /// Parks so far.
+    pub parks: u64,
+}
+
+impl IdleCounts {
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: IdleCounts) -> IdleCounts {
+        IdleCounts {
+            dozes: self.dozes - earlier.dozes,
+            parks: self.parks - earlier.parks,
+        }
+    }
+}
+
 /// A system under load. Its `submit` is called from the generator threads;
 /// the returned future is polled there and must work on any executor.
 pub trait System: Send + Sync + 'static {
@@ -71,6 +91,12 @@ pub trait System: Send + Sync + 'static {
     /// Batches started so far and the inputs they carried; `None` when every
     /// batch is one input by construction.
     fn batch_counts(&self) -> Option<BatchCounts>;
+
+    /// Dozes and parks of the system's shards so far; `None` without
+    /// shards of that kind.
+    fn idle_counts(&self) -> Option<IdleCounts> {
+        None
+    }
 
     /// Refuses new inputs, finishes what was admitted, and stops the
     /// system's threads. Called once the load has ended.
