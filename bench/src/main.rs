@@ -334,3 +334,22 @@ fn run(args: &Args) -> Result<bool, String> {
     }
     Ok(problems.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The idle-stage and batch-size flags default to the engine's own
+    /// defaults, so a run with no flags measures those as shipped (the
+    /// in-flight and queue bounds differ on purpose; see `--help`).
+    #[test]
+    fn ferry_flags_default_to_the_engine_defaults() {
+        let args = Args::try_parse_from(["ferry-load"]).expect("no flags parse");
+        assert_eq!(args.spin_before_park, ferry::DEFAULT_SPIN_BEFORE_PARK);
+        assert_eq!(args.doze_before_park, ferry::DEFAULT_DOZE_BEFORE_PARK);
+        assert_eq!(
+            args.max_batch_size,
+            ferry::LanesConfig::DEFAULT_MAX_BATCH_SIZE
+        );
+    }
+}
