@@ -341,7 +341,8 @@ mod tests {
 
     /// The idle-stage and batch-size flags default to the engine's own
     /// defaults, so a run with no flags measures those as shipped (the
-    /// in-flight and queue bounds differ on purpose; see `--help`).
+    /// in-flight and queue bounds are the tool's own; see
+    /// docs/benchmarks.md).
     #[test]
     fn ferry_flags_default_to_the_engine_defaults() {
         let args = Args::try_parse_from(["ferry-load"]).expect("no flags parse");
