@@ -45,8 +45,10 @@ pub struct RunResult {
     /// Inputs the store applied (whole run); equals `completed` when no
     /// input was lost.
     pub applied: u64,
-    /// How late the store delivered answers, 99th percentile, µs (`None`
-    /// with a zero round trip, where answers are immediate).
+    /// How late the store delivered answers, median, µs (`None` with a
+    /// zero round trip, where answers are immediate).
+    pub store_late_p50_us: Option<f64>,
+    /// How late, 99th percentile, µs.
     pub store_late_p99_us: Option<f64>,
     /// How late at most, µs.
     pub store_late_max_us: Option<f64>,
@@ -108,6 +110,7 @@ impl RunResult {
             completed: measured.done,
             failed: measured.failed,
             applied,
+            store_late_p50_us: late(store_lateness.value_at_quantile(0.50)),
             store_late_p99_us: late(store_lateness.value_at_quantile(0.99)),
             store_late_max_us: late(store_lateness.max()),
             cpu_us_per_input: 0.0,
@@ -238,11 +241,16 @@ fn rate(per_second: f64) -> String {
 pub fn store_timing(runs: &[RunResult]) -> String {
     let mut out = String::new();
     for run in runs {
-        if let (Some(p99), Some(max)) = (run.store_late_p99_us, run.store_late_max_us) {
+        if let (Some(p50), Some(p99), Some(max)) = (
+            run.store_late_p50_us,
+            run.store_late_p99_us,
+            run.store_late_max_us,
+        ) {
             let _ = writeln!(
                 out,
-                "store answers past due, {}: p99 {} µs, max {} µs",
+                "store answers past due, {}: p50 {} µs, p99 {} µs, max {} µs",
                 run.label(),
+                micros(p50),
                 micros(p99),
                 micros(max)
             );
@@ -345,6 +353,7 @@ mod tests {
             completed: 10,
             failed: 0,
             applied: 10,
+            store_late_p50_us: None,
             store_late_p99_us: None,
             store_late_max_us: None,
             cpu_us_per_input: 1.0,
