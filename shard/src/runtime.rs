@@ -264,6 +264,10 @@ async fn run<K, I, O, E, B>(
     // neither allocates once grown).
     let mut finished: Vec<Unanswered<I, O, E>> = Vec::new();
     let mut answering: Vec<Unanswered<I, O, E>> = Vec::new();
+    // With a batch delay, an input's delay runs from its arrival, so it is
+    // stamped when popped: the round's `now` may be from before the push.
+    // (Without one, the stamp decides nothing and the round's will do.)
+    let stamp_on_pop = !core.borrow().lanes().config().max_batch_delay.is_zero();
     // Times the shard dozed and parked (see `ShardStats`).
     let mut dozes = 0_u64;
     let mut parks = 0_u64;
@@ -310,7 +314,10 @@ async fn run<K, I, O, E, B>(
         let mut spawned = false;
         for popped in 1..=INTAKE_DRAIN_MAX {
             match intake.pop() {
-                Some(Inbound::Submit(submission)) => core.borrow_mut().admit(submission, now),
+                Some(Inbound::Submit(submission)) => {
+                    let arrived = if stamp_on_pop { origin.elapsed() } else { now };
+                    core.borrow_mut().admit(submission, arrived)
+                }
                 Some(Inbound::Spawn(task)) => {
                     spawn_task(task);
                     spawned = true;
