@@ -214,9 +214,12 @@ type Finished<I, O, E> = (LaneId, Vec<Reply<I, O, E>>, BatchOutcome<O, E>, Durat
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Running<'a, I, O, E> = Pin<Box<dyn Future<Output = Finished<I, O, E>> + 'a>>;
 
-/// The batches in flight, and how long batches have been taking.
-struct InFlight<'a, I, O, E> {
+/// The batches out of their lanes: running, or finished with their lanes
+/// released and their callers not yet answered; and how long batches have
+/// been taking.
+struct Batches<'a, I, O, E> {
     running: FuturesUnordered<Running<'a, I, O, E>>,
+    finished: Vec<Unanswered<I, O, E>>,
     took: BatchTime,
 }
 
@@ -246,8 +249,9 @@ async fn run<K, I, O, E, B>(
     // an answer from another thread then reaches the shard in whatever
     // stage it is (running, dozing or parked) through the intake.
     let mut batch_cx = Context::from_waker(&wakers.bell);
-    let mut flight = InFlight {
+    let mut batches = Batches {
         running: FuturesUnordered::new(),
+        finished: Vec::new(),
         took: BatchTime::default(),
     };
     let mut close_seen = false;
@@ -259,10 +263,8 @@ async fn run<K, I, O, E, B>(
     // When a batch was last woken by glommio: rung on this thread while the
     // loop had handed the thread to glommio (see `idle::Awaiting`).
     let mut glommio_woke_at: Option<Duration> = None;
-    // Batches that finished and whose lanes are released, callers not yet
-    // answered; `answering` is the list being answered (the two swap, so
-    // neither allocates once grown).
-    let mut finished: Vec<Unanswered<I, O, E>> = Vec::new();
+    // The finished batches being answered (swapped with
+    // `batches.finished`, so neither list allocates once grown).
     let mut answering: Vec<Unanswered<I, O, E>> = Vec::new();
     // With a batch delay, an input's delay runs from its arrival, so it is
     // stamped when popped: the round's `now` may be from before the push.
@@ -288,25 +290,18 @@ async fn run<K, I, O, E, B>(
         // finished go out, before callers are answered or new input is
         // admitted: a busy key's next round trip starts at once.
         intake.take_rung();
-        let progressed = progress(core, &mut flight, &mut finished, now, &mut batch_cx);
-        let mut worked = start_ready(core, &batch_fn, &mut flight, now, &mut batch_cx) | progressed;
+        let progressed = progress(core, &mut batches, now, &mut batch_cx);
+        let mut worked =
+            start_ready(core, &batch_fn, &mut batches, now, &mut batch_cx) | progressed;
         // Answering wakes callers, and a woken caller may take this CPU
         // before the loop goes on; so between batches answered (and every
         // `REACT_EVERY` inputs admitted below) the loop looks whether a
         // batch was woken meanwhile, and if so lets it go on first.
-        while !finished.is_empty() {
-            std::mem::swap(&mut finished, &mut answering);
+        while !batches.finished.is_empty() {
+            std::mem::swap(&mut batches.finished, &mut answering);
             for (replies, outcome) in answering.drain(..) {
                 core.borrow_mut().answer(replies, outcome);
-                react(
-                    core,
-                    &batch_fn,
-                    &mut flight,
-                    &mut finished,
-                    intake,
-                    origin,
-                    &mut batch_cx,
-                );
+                react(core, &batch_fn, &mut batches, intake, origin, &mut batch_cx);
             }
         }
         // An input whose push succeeded is admitted even if close came
@@ -326,29 +321,21 @@ async fn run<K, I, O, E, B>(
             }
             worked = true;
             if popped % REACT_EVERY == 0 {
-                react(
-                    core,
-                    &batch_fn,
-                    &mut flight,
-                    &mut finished,
-                    intake,
-                    origin,
-                    &mut batch_cx,
-                );
+                react(core, &batch_fn, &mut batches, intake, origin, &mut batch_cx);
             }
         }
         if sealed && !lanes_closed && intake.is_empty() {
             lanes_closed = true;
             core.borrow_mut().close();
         }
-        worked |= start_ready(core, &batch_fn, &mut flight, now, &mut batch_cx);
+        worked |= start_ready(core, &batch_fn, &mut batches, now, &mut batch_cx);
         counters.publish(&ShardStats {
             dozes,
             parks,
             ..core.borrow().stats()
         });
-        if lanes_closed && core.borrow().is_quiet() && finished.is_empty() {
-            debug_assert!(flight.running.is_empty());
+        if lanes_closed && core.borrow().is_quiet() && batches.finished.is_empty() {
+            debug_assert!(batches.running.is_empty());
             return;
         }
 
@@ -359,7 +346,7 @@ async fn run<K, I, O, E, B>(
                 (due, glommio::timer::Timer::new(wait))
             });
         }
-        if worked || !finished.is_empty() {
+        if worked || !batches.finished.is_empty() {
             worked_at = now;
         }
         let due_in = timer.as_ref().map(|(due, _)| due.saturating_sub(now));
@@ -367,7 +354,7 @@ async fn run<K, I, O, E, B>(
             glommio_woke_at.is_some_and(|at| now.saturating_sub(at) < GLOMMIO_MEMORY);
         let awaiting = idle.awaiting(
             core.borrow().in_flight(),
-            flight.took.typical(),
+            batches.took.typical(),
             glommio_wakes,
         );
         let stage = idle.stage(now.saturating_sub(worked_at), due_in, awaiting);
@@ -375,14 +362,8 @@ async fn run<K, I, O, E, B>(
             if idle::enter_loop() {
                 glommio_woke_at = Some(origin.elapsed());
             }
-            let completed = progress(
-                core,
-                &mut flight,
-                &mut finished,
-                origin.elapsed(),
-                &mut batch_cx,
-            );
-            if completed || !finished.is_empty() || nudge.take() {
+            let completed = progress(core, &mut batches, origin.elapsed(), &mut batch_cx);
+            if completed || !batches.finished.is_empty() || nudge.take() {
                 return Poll::Ready(true);
             }
             if let Some((_, sleep)) = timer.as_mut() {
@@ -447,8 +428,7 @@ async fn run<K, I, O, E, B>(
 fn react<'a, K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
     batch_fn: &B,
-    flight: &mut InFlight<'a, I, O, E>,
-    finished: &mut Vec<Unanswered<I, O, E>>,
+    batches: &mut Batches<'a, I, O, E>,
     intake: &Intake<Inbound<K, I, O, E>>,
     origin: Instant,
     cx: &mut Context<'_>,
@@ -463,18 +443,18 @@ fn react<'a, K, I, O, E, B>(
 {
     if intake.take_rung() {
         let now = origin.elapsed();
-        progress(core, flight, finished, now, cx);
-        start_ready(core, batch_fn, flight, now, cx);
+        progress(core, batches, now, cx);
+        start_ready(core, batch_fn, batches, now, cx);
     }
 }
 
 /// Polls the batches that were woken; releases the lane and slot of each
-/// that finished and keeps its callers in `finished`, to be answered once
-/// the released lanes have been looked at. Returns whether any finished.
+/// that finished and keeps its callers in `batches.finished`, to be
+/// answered once the released lanes have been looked at. Returns whether
+/// any finished.
 fn progress<K, I, O, E>(
     core: &RefCell<ShardCore<K, I, O, E>>,
-    flight: &mut InFlight<'_, I, O, E>,
-    finished: &mut Vec<Unanswered<I, O, E>>,
+    batches: &mut Batches<'_, I, O, E>,
     now: Duration,
     cx: &mut Context<'_>,
 ) -> bool
@@ -484,11 +464,11 @@ where
 {
     let mut any = false;
     while let Poll::Ready(Some((lane, replies, outcome, started))) =
-        flight.running.poll_next_unpin(cx)
+        batches.running.poll_next_unpin(cx)
     {
-        flight.took.record(now.saturating_sub(started));
+        batches.took.record(now.saturating_sub(started));
         core.borrow_mut().release(lane, now);
-        finished.push((replies, outcome));
+        batches.finished.push((replies, outcome));
         any = true;
     }
     any
@@ -503,7 +483,7 @@ where
 fn start_ready<'a, K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
     batch_fn: &B,
-    flight: &mut InFlight<'a, I, O, E>,
+    batches: &mut Batches<'a, I, O, E>,
     now: Duration,
     cx: &mut Context<'_>,
 ) -> bool
@@ -542,10 +522,10 @@ where
         });
         match batch.as_mut().poll(cx) {
             Poll::Ready((lane, replies, outcome, _)) => {
-                flight.took.record(Duration::ZERO);
+                batches.took.record(Duration::ZERO);
                 core.borrow_mut().complete(lane, replies, outcome, now)
             }
-            Poll::Pending => flight.running.push(batch),
+            Poll::Pending => batches.running.push(batch),
         }
     }
     started_any
