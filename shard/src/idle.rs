@@ -27,6 +27,12 @@
 //! A shard busy on and off (a store answering every few hundred
 //! microseconds, say) thus stays in the first two stages and never pays
 //! for parking; an idle one parks after `spin + doze`.
+//!
+//! Which stages run depends on what the shard waits for ([`Awaiting`]):
+//! with batches out to a store further away than the spin, it does not
+//! spin (it dozes from its last work, for `doze`); with batches that
+//! glommio wakes (their timers or I/O), it does not doze (it spins, then
+//! parks), since glommio would not run while the thread blocks.
 
 use std::cell::Cell;
 use std::sync::Arc;
