@@ -290,9 +290,7 @@ async fn run<K, I, O, E, B>(
         // finished go out, before callers are answered or new input is
         // admitted: a busy key's next round trip starts at once.
         intake.take_rung();
-        let progressed = progress(core, &mut batches, now, &mut batch_cx);
-        let mut worked =
-            start_ready(core, &batch_fn, &mut batches, now, &mut batch_cx) | progressed;
+        let mut worked = step(core, &batch_fn, &mut batches, now, &mut batch_cx);
         // Answering wakes callers, and a woken caller may take this CPU
         // before the loop goes on; so between batches answered (and every
         // `REACT_EVERY` inputs admitted below) the loop looks whether a
@@ -301,7 +299,15 @@ async fn run<K, I, O, E, B>(
             std::mem::swap(&mut batches.finished, &mut answering);
             for (replies, outcome) in answering.drain(..) {
                 core.borrow_mut().answer(replies, outcome);
-                react(core, &batch_fn, &mut batches, intake, origin, &mut batch_cx);
+                if intake.take_rung() {
+                    step(
+                        core,
+                        &batch_fn,
+                        &mut batches,
+                        origin.elapsed(),
+                        &mut batch_cx,
+                    );
+                }
             }
         }
         // An input whose push succeeded is admitted even if close came
@@ -320,8 +326,14 @@ async fn run<K, I, O, E, B>(
                 None => break,
             }
             worked = true;
-            if popped % REACT_EVERY == 0 {
-                react(core, &batch_fn, &mut batches, intake, origin, &mut batch_cx);
+            if popped % REACT_EVERY == 0 && intake.take_rung() {
+                step(
+                    core,
+                    &batch_fn,
+                    &mut batches,
+                    origin.elapsed(),
+                    &mut batch_cx,
+                );
             }
         }
         if sealed && !lanes_closed && intake.is_empty() {
@@ -385,7 +397,7 @@ async fn run<K, I, O, E, B>(
                         dozes += 1;
                         std::thread::park_timeout(wait);
                     }
-                    intake.awake();
+                    // (`intake.awake()` follows the wait, whatever ended it.)
                     Poll::Ready(false)
                 }
                 Stage::Park => {
@@ -423,16 +435,18 @@ async fn run<K, I, O, E, B>(
     }
 }
 
-/// Between two steps of bulk work: if a batch was woken since the last
-/// look, lets it take its next step and starts the lanes that released.
-fn react<'a, K, I, O, E, B>(
+/// One step for the batches: those woken take their next step (a read
+/// answered sends its write), and the lanes released by those that
+/// finished go out, with any other ready lane. Returns whether anything
+/// finished or started.
+fn step<'a, K, I, O, E, B>(
     core: &RefCell<ShardCore<K, I, O, E>>,
     batch_fn: &B,
     batches: &mut Batches<'a, I, O, E>,
-    intake: &Intake<Inbound<K, I, O, E>>,
-    origin: Instant,
+    now: Duration,
     cx: &mut Context<'_>,
-) where
+) -> bool
+where
     K: std::hash::Hash + Eq + Clone,
     E: Clone,
     B: BatchFn<K, I, O, E>,
@@ -441,11 +455,8 @@ fn react<'a, K, I, O, E, B>(
     O: 'a,
     E: 'a,
 {
-    if intake.take_rung() {
-        let now = origin.elapsed();
-        progress(core, batches, now, cx);
-        start_ready(core, batch_fn, batches, now, cx);
-    }
+    let progressed = progress(core, batches, now, cx);
+    start_ready(core, batch_fn, batches, now, cx) | progressed
 }
 
 /// Polls the batches that were woken; releases the lane and slot of each
