@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use ferry_shard::{BatchFn, ConfigError, LanesConfig, Order, ShardId};
 
+use crate::batcher::Batcher;
 use crate::engine::Engine;
 
 /// Weighs an input (default: 1 per input).
@@ -31,17 +32,26 @@ pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 /// millisecond away, so a shard serving one does not park between them.
 pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
 
-/// Why an engine did not start.
+/// Why an engine did not start. Start is all or nothing: when it fails, no
+/// shard is left running.
 #[derive(Debug)]
 pub enum StartError {
     /// A setting broke its rule.
     Config(ConfigError),
-    /// A shard thread could not be started (the OS or io_uring refused).
+    /// A shard thread could not be started (the OS refused a thread).
     Spawn {
         /// The shard that failed.
         shard: ShardId,
         /// What the system said.
         source: std::io::Error,
+    },
+    /// A shard's runtime could not run on this machine, or its batch
+    /// function's factory panicked.
+    Runtime {
+        /// The shard that failed.
+        shard: ShardId,
+        /// Why, and what to change.
+        reason: String,
     },
 }
 
@@ -52,6 +62,9 @@ impl fmt::Display for StartError {
             StartError::Spawn { shard, source } => {
                 write!(f, "could not start {shard}: {source}")
             }
+            StartError::Runtime { shard, reason } => {
+                write!(f, "could not start {shard}: {reason}")
+            }
         }
     }
 }
@@ -61,6 +74,7 @@ impl std::error::Error for StartError {
         match self {
             StartError::Config(err) => Some(err),
             StartError::Spawn { source, .. } => Some(source),
+            StartError::Runtime { .. } => None,
         }
     }
 }
@@ -71,7 +85,24 @@ impl From<ConfigError> for StartError {
     }
 }
 
-/// Configures and starts an [`Engine`]. Get one from [`Engine::builder`].
+/// The types a builder is for, held by no value.
+type Types<K, O, E, M> = fn(K, M) -> (O, E);
+
+/// Marks a [`Builder`] of an [`Engine`]: per-key batching.
+#[derive(Debug)]
+pub enum PerKey {}
+
+/// Marks a [`Builder`] of a [`Batcher`]: unkeyed batching (no order, no
+/// per-key settings).
+#[derive(Debug)]
+pub enum Unkeyed {}
+
+/// The builder of a [`Batcher`] (see [`Batcher::builder`]).
+pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
+
+/// Configures and starts an [`Engine`] (get one from [`Engine::builder`]) or
+/// a [`Batcher`] ([`Batcher::builder`]); the settings are the same but for
+/// the per-key ones, which only an engine's builder has.
 ///
 /// ```
 /// use ferry::{Engine, Order};
@@ -98,7 +129,7 @@ impl From<ConfigError> for StartError {
 /// let len = engine.submit_blocking(7, Event { at: 1, body: "hello".into() }).unwrap();
 /// assert_eq!(len, 5);
 /// ```
-pub struct Builder<K, I, O, E> {
+pub struct Builder<K, I, O, E, M = PerKey> {
     shards: Option<usize>,
     cpus: Option<Vec<usize>>,
     pin: bool,
@@ -109,10 +140,10 @@ pub struct Builder<K, I, O, E> {
     doze_before_park: Duration,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
-    _types: PhantomData<fn(K) -> (O, E)>,
+    _types: PhantomData<Types<K, O, E, M>>,
 }
 
-impl<K, I, O, E> Default for Builder<K, I, O, E> {
+impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
     fn default() -> Self {
         Self {
             shards: None,
@@ -130,7 +161,7 @@ impl<K, I, O, E> Default for Builder<K, I, O, E> {
     }
 }
 
-impl<K, I, O, E> fmt::Debug for Builder<K, I, O, E> {
+impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("shards", &self.shards)
@@ -145,9 +176,8 @@ impl<K, I, O, E> fmt::Debug for Builder<K, I, O, E> {
     }
 }
 
-impl<K, I, O, E> Builder<K, I, O, E>
+impl<K, I, O, E, M> Builder<K, I, O, E, M>
 where
-    K: std::hash::Hash + Eq + Clone + Send + 'static,
     I: Send + 'static,
     O: Send + 'static,
     E: Clone + Send + 'static,
@@ -213,12 +243,6 @@ where
     /// at least 1).
     pub fn max_queued_weight(mut self, weight: u64) -> Self {
         self.lanes.max_queued_weight = weight;
-        self
-    }
-
-    /// The order of a key's waiting inputs (default [`Order::arrival`]).
-    pub fn order(mut self, order: Order<I>) -> Self {
-        self.order = order;
         self
     }
 
@@ -291,18 +315,6 @@ where
         self
     }
 
-    /// Validates the settings and starts the shards. `factory` is called once
-    /// on each shard's own thread; the batch function it returns serves that
-    /// shard and need not be `Send`.
-    pub fn start<F, B>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
-    where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
-        B: BatchFn<K, I, O, E> + 'static,
-    {
-        let plan = self.plan()?;
-        Engine::start(plan, factory)
-    }
-
     fn plan(self) -> Result<Plan<I>, ConfigError> {
         self.lanes.validate()?;
         if self.max_in_flight_batches == 0 {
@@ -364,6 +376,68 @@ where
             doze_before_park: self.doze_before_park,
             order: self.order,
             weigh: self.weigh,
+        })
+    }
+}
+
+impl<K, I, O, E> Builder<K, I, O, E, PerKey>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// The order of a key's waiting inputs (default [`Order::arrival`]).
+    pub fn order(mut self, order: Order<I>) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Validates the settings and starts the shards. `factory` is called once
+    /// on each shard's own thread; the batch function it returns serves that
+    /// shard and need not be `Send`.
+    pub fn start<F, B>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
+    where
+        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        B: BatchFn<K, I, O, E> + 'static,
+    {
+        let plan = self.plan()?;
+        Engine::start(plan, factory)
+    }
+}
+
+impl<I, O, E> Builder<(), I, O, E, Unkeyed>
+where
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// Validates the settings and starts the shards. `factory` is called
+    /// once on each shard's own thread; the batch function it returns
+    /// serves that shard and need not be `Send`.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u32, u32, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_shard| |inputs: Vec<u32>| async move {
+    ///         Ok::<_, String>(inputs.iter().map(|x| x * 10).collect())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(batcher.submit_blocking(4), Ok(40));
+    /// ```
+    pub fn start<F, B, Fut>(self, factory: F) -> Result<Batcher<I, O, E>, StartError>
+    where
+        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        B: Fn(Vec<I>) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Vec<O>, E>>,
+    {
+        let plan = self.plan()?;
+        Batcher::start(plan, move |shard| {
+            let batch = factory(shard);
+            move |(): (), inputs: Vec<I>| batch(inputs)
         })
     }
 }

@@ -39,18 +39,23 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod batcher;
 mod config;
 mod engine;
 mod route;
+mod shards;
 mod stats;
+mod submit;
 
+pub use batcher::Batcher;
 pub use config::{
-    Builder, StartError, DEFAULT_DOZE_BEFORE_PARK, DEFAULT_INTAKE_CAPACITY,
-    DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
+    BatcherBuilder, Builder, PerKey, StartError, Unkeyed, DEFAULT_DOZE_BEFORE_PARK,
+    DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
 };
-pub use engine::{Engine, LocalSubmit, Submit};
+pub use engine::Engine;
 pub use route::route;
 pub use stats::Stats;
+pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
     BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, ShardId,

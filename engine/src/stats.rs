@@ -29,21 +29,7 @@ impl Stats {
     pub fn total(&self) -> ShardStats {
         self.shards
             .iter()
-            .fold(ShardStats::default(), |sum, s| ShardStats {
-                lanes: sum.lanes + s.lanes,
-                waiting: sum.waiting + s.waiting,
-                waiting_weight: sum.waiting_weight + s.waiting_weight,
-                in_flight: sum.in_flight + s.in_flight,
-                intake: sum.intake + s.intake,
-                admitted: sum.admitted + s.admitted,
-                admitted_local: sum.admitted_local + s.admitted_local,
-                refused: sum.refused + s.refused,
-                batches: sum.batches + s.batches,
-                sent: sum.sent + s.sent,
-                answered: sum.answered + s.answered,
-                dozes: sum.dozes + s.dozes,
-                parks: sum.parks + s.parks,
-            })
+            .fold(ShardStats::default(), |sum, shard| sum.add(shard))
     }
 
     /// Nothing waits, nothing is in flight, and every admitted input was

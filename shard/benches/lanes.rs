@@ -23,7 +23,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ferry_shard::{Lanes, LanesConfig};
+use ferry_shard::parts::Lanes;
+use ferry_shard::LanesConfig;
 
 const KEYS: [u64; 3] = [1, 1_000, 1_000_000];
 const BATCH_SIZES: [usize; 2] = [1, 64];

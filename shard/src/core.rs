@@ -1,12 +1,13 @@
 //! The decisions of one shard, driven by events and free of any runtime.
 //!
-//! [`ShardCore`] owns the shard's [`Lanes`] and its slots, and answers
-//! callers. It reacts to three events — an input arrived
-//! ([`admit`](ShardCore::admit)), a batch finished
+//! [`ShardCore`] owns the shard's queue — per-key [`Lanes`](crate::lanes::Lanes)
+//! or the unkeyed [`Fifo`](crate::fifo::Fifo), through the [`Queue`] seam —
+//! and its slots, and answers callers. It reacts to three events — an input
+//! arrived ([`admit`](ShardCore::admit)), a batch finished
 //! ([`complete`](ShardCore::complete)), time passed (the `now` given to
 //! [`dispatch`](ShardCore::dispatch)) — plus [`close`](ShardCore::close). The
-//! glommio loop in `runtime.rs` is a thin driver around it, and a test can
-//! drive the very same logic with a simulated clock and batch function.
+//! loop in `shard_loop.rs` is a thin driver around it, and a test can drive
+//! the very same logic with a simulated clock and batch function.
 //!
 //! Invariant: every admitted input's reply is used exactly once — by
 //! `complete` (or `answer`) for the batch that carried it — and every
@@ -19,8 +20,8 @@ use futures::channel::oneshot;
 
 use crate::config::LanesConfig;
 use crate::error::FerryError;
-use crate::lanes::{LaneId, Lanes};
 use crate::local::LocalSender;
+use crate::queue::Queue;
 use crate::stats::ShardStats;
 
 /// What a caller finally receives.
@@ -81,12 +82,16 @@ pub struct Submission<K, I, O, E> {
     pub reply: oneshot::Sender<Outcome<I, O, E>>,
 }
 
+/// What the queue holds per admitted input: the input and where its
+/// outcome goes.
+pub type Waiter<I, O, E> = (I, Reply<I, O, E>);
+
 /// A batch ready to be handed to the batch function.
 #[derive(Debug)]
-pub struct Dispatch<K, I, O, E> {
+pub struct Dispatch<T, K, I, O, E> {
     /// Hand back to [`ShardCore::complete`].
-    pub lane: LaneId,
-    /// The batch's key.
+    pub ticket: T,
+    /// The batch's key (`()` for unkeyed batching).
     pub key: K,
     /// Its inputs in rank order.
     pub inputs: Vec<I>,
@@ -103,10 +108,10 @@ pub enum BatchOutcome<O, E> {
     Panicked,
 }
 
-/// The shard's state machine. See the module docs.
+/// The shard's state machine over the queue `Q`. See the module docs.
 #[derive(Debug)]
-pub struct ShardCore<K, I, O, E> {
-    lanes: Lanes<K, (I, Reply<I, O, E>)>,
+pub struct ShardCore<Q, I, O, E> {
+    queue: Q,
     max_in_flight: usize,
     in_flight: usize,
     stats: ShardStats,
@@ -121,9 +126,13 @@ pub struct ShardCore<K, I, O, E> {
 /// `max_batch_size` slots, so this bounds what the pool keeps.
 const SPARE_REPLIES_MAX: usize = 64;
 
-impl<K, I, O, E> ShardCore<K, I, O, E>
+/// The batch a core of queue `Q` dispatches.
+pub type DispatchOf<Q, I, O, E> =
+    Dispatch<<Q as Queue<Waiter<I, O, E>>>::Ticket, <Q as Queue<Waiter<I, O, E>>>::Key, I, O, E>;
+
+impl<Q, I, O, E> ShardCore<Q, I, O, E>
 where
-    K: std::hash::Hash + Eq + Clone,
+    Q: Queue<Waiter<I, O, E>>,
     E: Clone,
 {
     /// A core with `lanes` bounds and `max_in_flight` slots (at least 1).
@@ -133,7 +142,7 @@ where
             "max_in_flight_batches must be at least 1"
         );
         Self {
-            lanes: Lanes::new(lanes),
+            queue: Q::with_config(lanes),
             max_in_flight,
             in_flight: 0,
             stats: ShardStats::default(),
@@ -144,7 +153,7 @@ where
 
     /// An input arrived: admit it into its lane, or answer its caller at
     /// once with the input handed back.
-    pub fn admit(&mut self, submission: Submission<K, I, O, E>, now: Duration) {
+    pub fn admit(&mut self, submission: Submission<Q::Key, I, O, E>, now: Duration) {
         let Submission {
             hash,
             key,
@@ -162,7 +171,7 @@ where
     pub fn admit_local(
         &mut self,
         hash: u64,
-        key: K,
+        key: Q::Key,
         input: I,
         rank: i64,
         weight: u64,
@@ -178,7 +187,7 @@ where
     fn admit_with(
         &mut self,
         hash: u64,
-        key: K,
+        key: Q::Key,
         input: I,
         rank: i64,
         weight: u64,
@@ -186,8 +195,8 @@ where
         now: Duration,
     ) -> bool {
         match self
-            .lanes
-            .admit_hashed(hash, key, (input, reply), rank, weight, now)
+            .queue
+            .admit(hash, key, (input, reply), rank, weight, now)
         {
             Ok(()) => {
                 self.stats.admitted += 1;
@@ -205,14 +214,15 @@ where
         }
     }
 
-    /// The next batch to start, if a slot is free and a lane is ready at
-    /// `now`. Its lane is busy until [`complete`](Self::complete).
-    pub fn dispatch(&mut self, now: Duration) -> Option<Dispatch<K, I, O, E>> {
+    /// The next batch to start, if a slot is free and a batch is ready at
+    /// `now`. Its slot (and, per key, its lane) is busy until
+    /// [`complete`](Self::complete).
+    pub fn dispatch(&mut self, now: Duration) -> Option<DispatchOf<Q, I, O, E>> {
         if self.in_flight >= self.max_in_flight {
             return None;
         }
         let spare = &mut self.spare_replies;
-        let (lane, key, (inputs, replies)) = self.lanes.take_with(now, |items| {
+        let (ticket, key, (inputs, replies)) = self.queue.take_with(now, |items| {
             let mut inputs = Vec::with_capacity(items.len());
             let mut replies = spare.pop().unwrap_or_default();
             for (input, reply) in items {
@@ -226,7 +236,7 @@ where
         self.stats.sent += inputs.len() as u64;
         debug_assert!(self.in_flight <= self.max_in_flight);
         Some(Dispatch {
-            lane,
+            ticket,
             key,
             inputs,
             replies,
@@ -238,13 +248,13 @@ where
     /// then [`release`](Self::release).
     pub fn complete(
         &mut self,
-        lane: LaneId,
+        ticket: Q::Ticket,
         replies: Vec<Reply<I, O, E>>,
         outcome: BatchOutcome<O, E>,
         now: Duration,
     ) {
         self.answer(replies, outcome);
-        self.release(lane, now);
+        self.release(ticket, now);
     }
 
     /// The first half of [`complete`](Self::complete): a batch finished, so
@@ -254,9 +264,9 @@ where
     ///
     /// Releasing first lets a busy key's next round trip start before its
     /// previous callers are told, which is what bounds a hot key.
-    pub fn release(&mut self, lane: LaneId, now: Duration) {
+    pub fn release(&mut self, ticket: Q::Ticket, now: Duration) {
         debug_assert!(self.in_flight > 0, "release without a batch in flight");
-        self.lanes.complete(lane, now);
+        self.queue.complete(ticket, now);
         self.in_flight -= 1;
     }
 
@@ -293,7 +303,7 @@ where
 
     /// Admits nothing more; everything waiting becomes ready (G9).
     pub fn close(&mut self) {
-        self.lanes.close();
+        self.queue.close();
     }
 
     /// A time no later than when the next waiting lane becomes due, if a
@@ -303,17 +313,17 @@ where
         if self.in_flight >= self.max_in_flight {
             return None;
         }
-        self.lanes.next_deadline()
+        self.queue.next_deadline()
     }
 
     /// Whether a slot is free and a lane is ready (deadlines aside).
     pub fn can_dispatch(&self) -> bool {
-        self.in_flight < self.max_in_flight && self.lanes.has_ready()
+        self.in_flight < self.max_in_flight && self.queue.has_ready()
     }
 
-    /// No lane and no batch in flight.
+    /// Nothing waits and no batch is in flight.
     pub fn is_quiet(&self) -> bool {
-        self.lanes.lanes() == 0 && self.in_flight == 0
+        self.queue.is_drained() && self.in_flight == 0
     }
 
     /// Batches in flight.
@@ -321,9 +331,14 @@ where
         self.in_flight
     }
 
-    /// The lanes (read only), for gauges and tests.
-    pub fn lanes(&self) -> &Lanes<K, (I, Reply<I, O, E>)> {
-        &self.lanes
+    /// The queue (read only), for gauges and tests.
+    pub fn queue(&self) -> &Q {
+        &self.queue
+    }
+
+    /// The counts the driver keeps itself (times it dozed and parked).
+    pub fn stats_mut(&mut self) -> &mut ShardStats {
+        &mut self.stats
     }
 
     /// Whether an answer went to a task on this shard's thread since the
@@ -336,9 +351,9 @@ where
     /// Current gauges and counters (`intake` left at 0).
     pub fn stats(&self) -> ShardStats {
         ShardStats {
-            lanes: self.lanes.lanes() as u64,
-            waiting: self.lanes.waiting() as u64,
-            waiting_weight: self.lanes.waiting_weight(),
+            lanes: self.queue.lanes() as u64,
+            waiting: self.queue.waiting() as u64,
+            waiting_weight: self.queue.waiting_weight(),
             in_flight: self.in_flight as u64,
             ..self.stats
         }

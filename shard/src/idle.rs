@@ -68,17 +68,17 @@ pub(crate) struct IdlePolicy {
 
 impl IdlePolicy {
     /// What a shard with `in_flight` batches out, whose batches typically
-    /// take `typical_batch`, is waiting for; `glommio_wakes` says whether a
+    /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
     /// batch was lately woken on the shard's own thread (by glommio's
     /// reactor: a timer or I/O the batch awaits, or a task of the thread).
     pub(crate) fn awaiting(
         &self,
         in_flight: usize,
         typical_batch: Duration,
-        glommio_wakes: bool,
+        runtime_wakes: bool,
     ) -> Awaiting {
-        if glommio_wakes {
-            Awaiting::Glommio
+        if runtime_wakes {
+            Awaiting::Runtime
         } else if in_flight == 0 || typical_batch < self.spin {
             Awaiting::Soon
         } else {
@@ -101,9 +101,9 @@ impl IdlePolicy {
         // whatever came before it (so zero still means no doze).
         let doze_ends = match awaiting {
             Awaiting::Elsewhere => self.doze,
-            Awaiting::Soon | Awaiting::Glommio => self.spin.saturating_add(self.doze),
+            Awaiting::Soon | Awaiting::Runtime => self.spin.saturating_add(self.doze),
         };
-        if idle_for >= doze_ends || awaiting == Awaiting::Glommio {
+        if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
             return Stage::Park;
         }
         let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY);
@@ -129,12 +129,12 @@ pub(crate) enum Awaiting {
     /// Events glommio delivers on this thread (the batches' timers or I/O):
     /// glommio must keep running, which it does not while the thread
     /// dozes. Spin (each look gives glommio a turn), then park.
-    Glommio,
+    Runtime,
 }
 
 /// How long after a batch was last woken by glommio the shard still counts
 /// on glommio's events.
-pub(crate) const GLOMMIO_MEMORY: Duration = Duration::from_millis(10);
+pub(crate) const RUNTIME_WAKE_MEMORY: Duration = Duration::from_millis(10);
 
 /// Where the shard's thread is, for telling glommio's wake-ups apart.
 const NOT_A_SHARD: u8 = 0;
@@ -352,22 +352,22 @@ mod tests {
         assert_eq!(policy.awaiting(3, 10 * US, false), Awaiting::Soon);
         assert_eq!(policy.awaiting(3, 50 * US, false), Awaiting::Elsewhere);
         assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
-        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Glommio);
-        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Glommio);
+        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Runtime);
+        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Runtime);
     }
 
     #[test]
-    fn glommio_driven_shards_spin_then_park_without_dozing() {
+    fn runtime_driven_shards_spin_then_park_without_dozing() {
         let policy = IdlePolicy {
             spin: 50 * US,
             doze: Duration::from_millis(2),
         };
-        assert_eq!(policy.stage(49 * US, None, Awaiting::Glommio), Stage::Spin);
-        assert_eq!(policy.stage(50 * US, None, Awaiting::Glommio), Stage::Park);
+        assert_eq!(policy.stage(49 * US, None, Awaiting::Runtime), Stage::Spin);
+        assert_eq!(policy.stage(50 * US, None, Awaiting::Runtime), Stage::Park);
     }
 
     #[test]
-    fn only_rings_on_the_shard_thread_while_the_loop_is_out_count_as_glommio() {
+    fn only_rings_on_the_shard_thread_while_the_loop_is_out_count_as_the_runtime() {
         let intake = Arc::new(Intake::<u32>::new(4));
         let bell = Bell::waker(Arc::clone(&intake));
         std::thread::spawn(move || {

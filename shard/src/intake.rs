@@ -212,7 +212,8 @@ const CLOSED: u64 = 1 << 63;
 /// A shard's bounded intake queue with its wake-up and close protocol.
 ///
 /// ```
-/// use ferry_shard::{Intake, Refused};
+/// use ferry_shard::parts::Intake;
+/// use ferry_shard::Refused;
 ///
 /// let intake = Intake::new(2);
 /// intake.push(1).unwrap();

@@ -4,8 +4,9 @@
 //! *waiting* (partial and not yet due), *ready* (full, due, or the shard is
 //! closing) or *busy* (its batch is in flight). Time is passed in as `now`, a
 //! [`Duration`] since any origin the caller keeps fixed, and never going
-//! backwards from one call to the next, so every method is a plain step that
-//! a test can drive one at a time against a model.
+//! backwards from one call to the next (debug builds assert it), so every
+//! method is a plain step that a test can drive one at a time against a
+//! model.
 //!
 //! What this structure guarantees (numbers are SPEC §1):
 //! - G1: [`Lanes::take`] marks the lane busy in the same call, and a busy lane
@@ -219,7 +220,8 @@ const LANE_CAPACITY_KEPT_MAX: usize = 8;
 /// per input (the engine keeps the input and its reply handle).
 ///
 /// ```
-/// use ferry_shard::{Lanes, LanesConfig, Refused};
+/// use ferry_shard::parts::Lanes;
+/// use ferry_shard::{LanesConfig, Refused};
 /// use std::time::Duration;
 ///
 /// let mut lanes = Lanes::new(LanesConfig { max_batch_size: 2, ..LanesConfig::default() });
@@ -259,6 +261,9 @@ pub struct Lanes<K, T> {
     waiting: usize,
     waiting_weight: u64,
     closed: bool,
+    /// The latest `now` given to any method, in nanoseconds: time never goes
+    /// backwards (module docs), and debug builds check it.
+    now_latest_ns: u64,
 }
 
 impl<K, T> Lanes<K, T>
@@ -288,7 +293,24 @@ where
             waiting: 0,
             waiting_weight: 0,
             closed: false,
+            now_latest_ns: 0,
         }
+    }
+
+    /// `now` in nanoseconds, after checking (in debug builds) that it is not
+    /// earlier than the latest `now` seen, and recording it. Every method
+    /// that takes `now` calls this first: due times are computed from
+    /// arrivals, and an arrival stamped later than a take's `now` would
+    /// make the deadline FIFO's order (module docs) a lie.
+    fn observe(&mut self, now: Duration) -> u64 {
+        let now_ns = nanos(now);
+        debug_assert!(
+            now_ns >= self.now_latest_ns,
+            "time went backwards: now = {now_ns} ns after {} ns",
+            self.now_latest_ns
+        );
+        self.now_latest_ns = self.now_latest_ns.max(now_ns);
+        now_ns
     }
 
     /// The bounds this structure keeps.
@@ -326,10 +348,10 @@ where
         weight: u64,
         now: Duration,
     ) -> Result<(), Refusal<T>> {
+        let now_ns = self.observe(now);
         if let Some(reason) = self.refusal(weight) {
             return Err(Refusal { item, reason });
         }
-        let now_ns = nanos(now);
         // Lanes that fell due go ahead of one this input may make full (G7).
         self.promote_due(now_ns);
         let seq = self.seq_next;
@@ -461,7 +483,8 @@ where
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ferry_shard::{Lanes, LanesConfig};
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
     ///
     /// let mut lanes = Lanes::new(LanesConfig::default());
     /// lanes.admit("a", (1, 'x'), 0, 1, Duration::ZERO).unwrap();
@@ -476,7 +499,8 @@ where
         now: Duration,
         consume: impl FnOnce(BatchItems<'_, T>) -> R,
     ) -> Option<(LaneId, K, R)> {
-        self.promote_due(nanos(now));
+        let now_ns = self.observe(now);
+        self.promote_due(now_ns);
         let slot = self.ready.pop_front()?;
         let lane = &mut self.slots[slot as usize];
         assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
@@ -548,7 +572,7 @@ where
     /// If `lane` is not a busy lane of this structure: completing a batch
     /// twice would break G1.
     pub fn complete(&mut self, lane: LaneId, now: Duration) {
-        let now_ns = nanos(now);
+        let now_ns = self.observe(now);
         // Lanes that fell due while the slots were busy go ahead of this one.
         self.promote_due(now_ns);
         let slot = lane.slot;

@@ -1,44 +1,72 @@
 //! `ferry-shard`: the shard layer of Ferry.
 //!
-//! - [`Lanes`]: the pure per-key lane core of one shard (no clock, no I/O);
-//! - [`Order`]: how a key's waiting inputs are ranked;
-//! - [`LanesConfig`]: the bounds a shard keeps, validated into [`ConfigError`];
-//! - [`key_hash`]: the one hash of a key, used for routing and lookup;
-//! - [`Intake`]: the bounded queue into a shard, with its wake-up and close
-//!   protocol;
-//! - [`ShardCore`]: the shard's decisions, driven by events, no runtime;
-//! - [`spawn_shard`]: the glommio thread that drives a `ShardCore`.
+//! The crate `ferry` builds the engine on it, through one boundary:
 //!
-//! The crate `ferry` builds the engine on top of it; most users want that.
+//! - [`Shard`]: the handle of one running shard (start, submit, submit from
+//!   the shard itself, spawn, stats, close, join), with [`ShardConfig`],
+//!   [`Starting`], and the futures [`Answer`] and [`LocalAnswer`];
+//! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
+//!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
+//!   [`ShardId`], [`ShardStats`], and [`key_hash`], the one hash of a key.
+//!
+//! [`parts`] holds the pieces a shard is made of — the pure queues
+//! ([`Lanes`](parts::Lanes) per key, [`Fifo`](parts::Fifo) unkeyed) behind
+//! the [`Queue`](parts::Queue) seam, the runtime-free
+//! [`ShardCore`](parts::ShardCore), the [`Intake`](parts::Intake) — public
+//! so that they can be tested step by step and measured on their own;
+//! `ferry` uses none of them but the two queue types, to name its shards.
+//!
+//! Most users want the crate `ferry`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod batch_fn;
+mod clock;
 mod config;
 mod core;
 mod error;
+mod fifo;
+mod handle;
 mod idle;
 mod intake;
 mod key_hash;
 mod lanes;
 mod local;
+mod on_glommio;
 mod order;
+mod queue;
 mod refused;
 mod runtime;
 mod shard_id;
+mod shard_loop;
 mod stats;
 
-pub use crate::core::{BatchOutcome, Dispatch, Outcome, Reply, ShardCore, Submission};
+pub use crate::core::Outcome;
 pub use batch_fn::BatchFn;
 pub use config::{ConfigError, LanesConfig};
 pub use error::FerryError;
+pub use handle::{Answer, LocalAnswer, Shard, ShardConfig, SpawnTask, Starting};
 pub use idle::DOZE_LOOK_EVERY;
-pub use intake::Intake;
 pub use key_hash::key_hash;
-pub use lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
-pub use local::{local_channel, LocalReceiver, LocalSender, LocalShard, Nudge};
 pub use order::{Order, Rank};
 pub use refused::{Refusal, Refused};
-pub use runtime::{spawn_shard, Inbound, ShardConfig, SharedCore, SpawnTask};
 pub use shard_id::ShardId;
-pub use stats::{ShardCounters, ShardStats};
+pub use stats::{Kind, ShardStats};
+
+/// A shard of per-key batching: one lane per key.
+pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
+
+/// A shard of unkeyed batching: one stream in admission order.
+pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O, E>;
+
+/// The pieces a shard is made of, for step-by-step tests, simulations and
+/// micro-benchmarks. The engine reaches a shard only through [`Shard`].
+pub mod parts {
+    pub use crate::core::{
+        BatchOutcome, Dispatch, DispatchOf, Reply, ShardCore, Submission, Waiter,
+    };
+    pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
+    pub use crate::intake::Intake;
+    pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
+    pub use crate::queue::Queue;
+}

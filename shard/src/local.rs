@@ -16,43 +16,57 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use crate::clock::Clock;
+
 thread_local! {
-    static CURRENT: RefCell<Option<LocalShard>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Installed>> = const { RefCell::new(None) };
 }
 
-/// What a shard thread exposes to the tasks running on it.
-#[derive(Clone)]
-pub struct LocalShard {
-    /// Identifies the engine the shard belongs to.
-    pub engine: usize,
-    /// The shard's index.
-    pub index: usize,
-    /// The shard's `Rc<RefCell<ShardCore<K, I, O, E>>>`, typed away so the
-    /// thread-local can hold any engine's.
-    pub core: Rc<dyn Any>,
-    /// Wakes the shard loop after a direct admission.
-    pub nudge: Rc<Nudge>,
-    /// The origin of the shard's clock (`now` is the time since it).
-    pub origin: std::time::Instant,
+/// What a shard thread exposes to the tasks running on it: its core
+/// (`C`, the shard's `RefCell<ShardCore<..>>`), the nudge that wakes its
+/// loop, and its clock.
+pub(crate) struct LocalShard<C> {
+    /// The shard's `(engine, index)`: a local submit is for this shard only
+    /// if both match.
+    pub(crate) owner: (usize, usize),
+    pub(crate) core: Rc<C>,
+    pub(crate) nudge: Rc<Nudge>,
+    pub(crate) clock: Rc<Clock>,
 }
 
-impl LocalShard {
-    /// Runs `f` with the shard running on this thread, if any.
-    pub fn with<R>(f: impl FnOnce(Option<&LocalShard>) -> R) -> R {
-        CURRENT.with(|current| f(current.borrow().as_ref()))
+/// The installed shard. The thread-local cannot name the core's type (a
+/// thread may run any engine's shard), so it keeps the `LocalShard` behind
+/// `Any` and [`LocalShard::find`] asks for it by type: a shard of another
+/// type, like one of another engine or index, is simply not found, and the
+/// caller takes the ordinary path.
+struct Installed {
+    owner: (usize, usize),
+    shard: Rc<dyn Any>,
+}
+
+impl<C: 'static> LocalShard<C> {
+    /// The shard `owner` if it runs on this thread with a core of type `C`.
+    pub(crate) fn find(owner: (usize, usize)) -> Option<Rc<LocalShard<C>>> {
+        CURRENT.with(|current| {
+            let current = current.borrow();
+            let installed = current.as_ref().filter(|i| i.owner == owner)?;
+            Rc::clone(&installed.shard).downcast::<LocalShard<C>>().ok()
+        })
     }
 
     /// Installs `shard` as this thread's shard until the guard drops.
-    pub fn install(shard: LocalShard) -> Installed {
-        CURRENT.with(|current| *current.borrow_mut() = Some(shard));
-        Installed(())
+    pub(crate) fn install(shard: LocalShard<C>) -> Uninstall {
+        let owner = shard.owner;
+        let shard: Rc<dyn Any> = Rc::new(shard);
+        CURRENT.with(|current| *current.borrow_mut() = Some(Installed { owner, shard }));
+        Uninstall(())
     }
 }
 
 /// Uninstalls the thread's shard when dropped.
-pub struct Installed(());
+pub(crate) struct Uninstall(());
 
-impl Drop for Installed {
+impl Drop for Uninstall {
     fn drop(&mut self) {
         CURRENT.with(|current| current.borrow_mut().take());
     }
@@ -60,14 +74,14 @@ impl Drop for Installed {
 
 /// The shard loop's waker, for local tasks to wake it without atomics.
 #[derive(Default)]
-pub struct Nudge {
+pub(crate) struct Nudge {
     waker: RefCell<Option<Waker>>,
     pending: Cell<bool>,
 }
 
 impl Nudge {
     /// Loop side: remember the waker to be woken by.
-    pub fn register(&self, waker: &Waker) {
+    pub(crate) fn register(&self, waker: &Waker) {
         let mut slot = self.waker.borrow_mut();
         if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
             *slot = Some(waker.clone());
@@ -75,7 +89,7 @@ impl Nudge {
     }
 
     /// Task side: something was admitted; make the loop run a round.
-    pub fn nudge(&self) {
+    pub(crate) fn nudge(&self) {
         if !self.pending.replace(true) {
             if let Some(waker) = self.waker.borrow().as_ref() {
                 waker.wake_by_ref();
@@ -84,7 +98,7 @@ impl Nudge {
     }
 
     /// Loop side: whether a nudge came since the last call.
-    pub fn take(&self) -> bool {
+    pub(crate) fn take(&self) -> bool {
         self.pending.replace(false)
     }
 }
@@ -103,12 +117,12 @@ pub struct LocalSender<T> {
 
 /// The caller's end of a local answer: resolves to `Some(outcome)`, or `None`
 /// if the shard dropped the sender unanswered.
-pub struct LocalReceiver<T> {
+pub(crate) struct LocalReceiver<T> {
     slot: Rc<Slot<T>>,
 }
 
 /// A single-threaded one-shot answer slot.
-pub fn local_channel<T>() -> (LocalSender<T>, LocalReceiver<T>) {
+pub(crate) fn local_channel<T>() -> (LocalSender<T>, LocalReceiver<T>) {
     let slot = Rc::new(Slot {
         outcome: RefCell::new(None),
         waker: RefCell::new(None),

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use ferry_shard::{LaneState, Lanes, LanesConfig, Refused};
+use ferry_shard::parts::{LaneState, Lanes};
+use ferry_shard::{LanesConfig, Refused};
 
 fn us(micros: u64) -> Duration {
     Duration::from_micros(micros)
@@ -434,4 +435,13 @@ fn a_stale_lane_id_cannot_complete_the_next_lane_in_its_slot() {
     admit(&mut lanes, "b", 2, us(1));
     let _new = lanes.take(us(1)).unwrap();
     lanes.complete(old.lane, us(1));
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "time went backwards")]
+fn time_going_backwards_is_caught_in_debug_builds() {
+    let mut lanes = Lanes::new(config());
+    admit(&mut lanes, "a", 1, us(5));
+    let _ = lanes.take(us(4));
 }

@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use ferry_shard::{LaneId, Lanes, LanesConfig};
+use ferry_shard::parts::{LaneId, Lanes};
+use ferry_shard::LanesConfig;
 
 const WAVES: u64 = 4;
 const KEYS_PER_WAVE: u64 = 250_000;

@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use ferry_shard::{LaneId, LaneState, Lanes, LanesConfig, Refused};
+use ferry_shard::parts::{LaneId, LaneState, Lanes};
+use ferry_shard::{LanesConfig, Refused};
 use proptest::prelude::*;
 
 /// Time in the test is counted in ticks of one microsecond.

@@ -30,7 +30,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc as StdArc;
 use std::task::{Wake, Waker};
 
-use ferry_shard::{Intake, Refused};
+use ferry_shard::parts::Intake;
+use ferry_shard::Refused;
 use loom::sync::{Arc, Notify};
 use loom::thread;
 

@@ -47,7 +47,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ferry_shard::{key_hash, BatchOutcome, FerryError, LaneId, ShardCore, Submission};
+use ferry_shard::parts::{BatchOutcome, LaneId, Lanes, ShardCore, Submission, Waiter};
+use ferry_shard::{key_hash, FerryError};
 use futures::channel::oneshot;
 
 use sim::reference::Reference;
@@ -64,8 +65,8 @@ type Output = u64;
 /// failure it was given (G10).
 type BatchError = u64;
 type Outcome = Result<Output, FerryError<Input, BatchError>>;
-type Core = ShardCore<u32, Input, Output, BatchError>;
-type Reply = ferry_shard::Reply<Input, Output, BatchError>;
+type Core = ShardCore<Lanes<u32, Waiter<Input, Output, BatchError>>, Input, Output, BatchError>;
+type Reply = ferry_shard::parts::Reply<Input, Output, BatchError>;
 type Answer = oneshot::Receiver<Outcome>;
 
 /// A batch the simulated batch function is working on.
@@ -278,9 +279,9 @@ impl Sim {
                 None => {
                     return Err(format!(
                         "stuck after close: {} lanes, {} in flight, {} waiting, nothing scheduled",
-                        self.core.lanes().lanes(),
+                        self.core.queue().lanes(),
                         self.core.in_flight(),
-                        self.core.lanes().waiting()
+                        self.core.queue().waiting()
                     ))
                 }
             }
@@ -552,7 +553,7 @@ impl Sim {
             "batch {batch} of key {key} will end {plan:?} at {finish:?}"
         );
         self.running.push(Running {
-            lane: dispatch.lane,
+            lane: dispatch.ticket,
             key,
             batch,
             inputs: dispatch.inputs,
@@ -754,9 +755,9 @@ impl Sim {
             "G9: the shard is not quiet at the end"
         );
         ensure!(
-            self.core.lanes().lanes() == 0,
+            self.core.queue().lanes() == 0,
             "G5: {} lanes left at the end",
-            self.core.lanes().lanes()
+            self.core.queue().lanes()
         );
         ensure!(
             self.open.is_empty(),

@@ -23,7 +23,8 @@ use futures::future::{Either, Map, Ready};
 use futures::FutureExt;
 use tokio::sync::Notify;
 
-use ferry_shard::{Batch, Lanes, LanesConfig};
+use ferry_shard::parts::{Batch, Lanes};
+use ferry_shard::LanesConfig;
 
 use crate::store::{Store, StoreError};
 use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};

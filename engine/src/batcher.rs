@@ -1,0 +1,222 @@
+//! Unkeyed batching (SPEC §9): one undifferentiated stream, batched as full
+//! as waiting inputs allow, several batches in flight per shard.
+//!
+//! A different guarantee from per-key batching, not a special case of it:
+//! there is no key, so no "one batch in flight per key" and no order across
+//! batches; a shard sends its inputs in admission order (FIFO), up to
+//! `max_in_flight_batches` batches at once. With a zero delay a free slot
+//! takes whatever waits at once, so batches grow only while every slot is
+//! busy; with a delay, a partial batch waits at most the delay from its
+//! oldest input. Intake, bounds, errors, close, stats and the idle stages
+//! are the engine's own (G4, G6, G9, G10 hold as for [`Engine`]).
+//!
+//! Spreading: each caller thread keeps to one shard, picked once per thread
+//! (round robin over the threads that ever submitted), so the submit path
+//! touches no shared counter, and every shard gets work as soon as there
+//! are at least as many caller threads as shards.
+//!
+//! [`Engine`]: crate::Engine
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use ferry_shard::{Outcome, ShardId};
+
+use crate::config::{BatcherBuilder, Plan, StartError};
+use crate::shards::{block_on_submit, Shards, UnkeyedShards};
+use crate::stats::Stats;
+use crate::submit::Submit;
+
+/// Threads that have submitted to any batcher so far: the next one's home.
+static THREADS_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's home among the shards, picked on its first submit.
+    static HOME: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The calling thread's shard among `shards`.
+fn home(shards: usize) -> usize {
+    let home = HOME.with(|home| match home.get() {
+        Some(home) => home,
+        None => {
+            let picked = THREADS_SEEN.fetch_add(1, Relaxed);
+            home.set(Some(picked));
+            picked
+        }
+    });
+    home % shards
+}
+
+/// A running unkeyed batcher: a cheap, cloneable handle (`Clone + Send +
+/// Sync`). Dropping the last handle closes it and waits for its shards.
+///
+/// ```
+/// use ferry::{Batcher, FerryError, Refused};
+///
+/// let batcher: Batcher<u32, u32, String> = Batcher::builder()
+///     .shards(2)
+///     .pin(false)
+///     .max_batch_size(64)
+///     .start(|_shard| |inputs: Vec<u32>| async move {
+///         Ok::<_, String>(inputs.iter().map(|x| x + 1).collect())
+///     })
+///     .unwrap();
+///
+/// assert_eq!(batcher.submit_blocking(41), Ok(42));
+/// let out = futures::executor::block_on(batcher.submit(1));
+/// assert_eq!(out, Ok(2));
+///
+/// batcher.close();
+/// match batcher.submit_blocking(7) {
+///     Err(FerryError::Refused { input, reason: Refused::Closed }) => assert_eq!(input, 7),
+///     other => panic!("{other:?}"),
+/// }
+/// batcher.join();
+/// ```
+pub struct Batcher<I, O, E> {
+    inner: Arc<UnkeyedShards<I, O, E>>,
+}
+
+impl<I, O, E> Clone for Batcher<I, O, E> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for Batcher<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher")
+            .field("shards", &self.inner.list.len())
+            .field("closed", &self.inner.is_closed())
+            .finish()
+    }
+}
+
+impl<I, O, E> Batcher<I, O, E>
+where
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// A builder with the defaults of SPEC §3 (less the per-key settings).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<String, usize, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_size(16)
+    ///     .max_batch_delay(Duration::from_micros(100))
+    ///     .max_in_flight_batches(8)
+    ///     .max_queueing(10_000)
+    ///     .start(|_shard| |lines: Vec<String>| async move {
+    ///         Ok::<_, String>(lines.iter().map(String::len).collect())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(batcher.submit_blocking("hello".to_string()), Ok(5));
+    /// ```
+    pub fn builder() -> BatcherBuilder<I, O, E> {
+        BatcherBuilder::default()
+    }
+
+    pub(crate) fn start<F, B>(plan: Plan<I>, factory: F) -> Result<Self, StartError>
+    where
+        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        B: ferry_shard::BatchFn<(), I, O, E> + 'static,
+    {
+        Ok(Self {
+            inner: Arc::new(Shards::start(plan, factory)?),
+        })
+    }
+
+    /// Submits `input` and returns a future of its own outcome. Callable
+    /// from any thread; the future is `Send` and works on any executor. A
+    /// refusal (`Full`, `TooHeavy`, `Closed`) is ready at once with the
+    /// input inside.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// assert_eq!(runtime.block_on(async { batcher.submit(3).await }), Ok(3));
+    /// ```
+    pub fn submit(&self, input: I) -> Submit<I, O, E> {
+        let index = home(self.inner.list.len());
+        self.inner.submit(index, 0, (), input)
+    }
+
+    /// [`submit`](Self::submit) and block the calling thread until the
+    /// outcome, for plain threads (not an async executor's, where blocking
+    /// stalls other work). It looks for the outcome for up to
+    /// `spin_before_park` first, then parks.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(batcher.submit_blocking(9), Ok(9));
+    /// ```
+    pub fn submit_blocking(&self, input: I) -> Outcome<I, O, E> {
+        block_on_submit(self.submit(input), self.inner.spin_before_park)
+    }
+
+    /// Gauges and counters of every shard, read without locks (`lanes` is
+    /// always 0: unkeyed batching has no lanes).
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// batcher.submit_blocking(1).unwrap();
+    /// batcher.close();
+    /// batcher.join();
+    /// let total = batcher.stats().total();
+    /// assert_eq!((total.admitted, total.sent, total.answered), (1, 1, 1));
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// The number of shards.
+    pub fn shards(&self) -> usize {
+        self.inner.list.len()
+    }
+
+    /// Closes the batcher (G9): new inputs are refused with the input
+    /// handed back; everything already admitted is still sent (delay
+    /// ignored) and answered; then the shard threads exit. Returns at once;
+    /// see [`join`](Self::join). Idempotent.
+    pub fn close(&self) {
+        self.inner.close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Blocks until every shard has drained and exited. Call
+    /// [`close`](Self::close) first, or it waits for a close from elsewhere.
+    pub fn join(&self) {
+        self.inner.join();
+    }
+}

@@ -1,0 +1,56 @@
+//! The shard's one clock: time since the shard started, never going
+//! backwards from one reading to the next.
+//!
+//! Every `now` handed to the core comes from here. A phase that only needs
+//! "about now" takes [`Clock::latest`], the last reading, which costs
+//! nothing; a phase that stamps or measures takes [`Clock::read`]. Since
+//! the latest reading is never older than any stamp given before it, the
+//! core never sees time go backwards (`Lanes` asserts it).
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// A monotone clock for one shard thread.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    origin: Instant,
+    latest: Cell<Duration>,
+}
+
+impl Clock {
+    /// A clock starting now.
+    pub(crate) fn start() -> Self {
+        Self {
+            origin: Instant::now(),
+            latest: Cell::new(Duration::ZERO),
+        }
+    }
+
+    /// Reads the time, and remembers it as the latest reading.
+    pub(crate) fn read(&self) -> Duration {
+        let now = self.origin.elapsed().max(self.latest.get());
+        self.latest.set(now);
+        now
+    }
+
+    /// The latest reading, without reading the time again.
+    pub(crate) fn latest(&self) -> Duration {
+        self.latest.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latest_reading_never_goes_back() {
+        let clock = Clock::start();
+        let first = clock.read();
+        assert_eq!(clock.latest(), first);
+        std::thread::sleep(Duration::from_millis(1));
+        let second = clock.read();
+        assert!(second >= first + Duration::from_millis(1));
+        assert_eq!(clock.latest(), second);
+    }
+}

@@ -1,0 +1,418 @@
+//! The one handle `ferry` holds per shard: start it, submit to it (from any
+//! thread, or directly from a task on the shard itself), spawn a task on it,
+//! read its stats, close it and join its thread. Everything else in this
+//! crate is the shard's own business.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::Duration;
+
+use futures::channel::oneshot;
+
+use crate::batch_fn::BatchFn;
+use crate::clock::Clock;
+use crate::config::LanesConfig;
+use crate::core::{Outcome, ShardCore, Submission, Waiter};
+use crate::error::FerryError;
+use crate::idle::{Alarm, Bell, IdlePolicy};
+use crate::intake::Intake;
+use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
+use crate::on_glommio::Glommio;
+use crate::queue::Queue;
+use crate::refused::{Refusal, Refused};
+use crate::runtime::Runtime;
+use crate::shard_id::ShardId;
+use crate::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
+use crate::stats::{ShardCounters, ShardStats};
+
+/// A task to start on a shard, sent from any thread.
+pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// What enters a shard through its intake.
+pub(crate) enum Inbound<K, I, O, E> {
+    /// An input to admit.
+    Submit(Submission<K, I, O, E>),
+    /// A task to run on the shard's thread.
+    Spawn(SpawnTask),
+}
+
+/// A shard's intake, shared by its callers and its loop.
+pub(crate) type SharedIntake<K, I, O, E> = Arc<Intake<Inbound<K, I, O, E>>>;
+
+/// How one shard is placed and bounded.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    /// Which shard.
+    pub id: ShardId,
+    /// Identifies the engine, so a task on this thread can tell whether a
+    /// local submit is for this very shard.
+    pub engine: usize,
+    /// The CPU to pin its thread to, or `None` to leave it unbound.
+    pub cpu: Option<usize>,
+    /// Bounds of its queue.
+    pub lanes: LanesConfig,
+    /// Batches in flight at once (slots).
+    pub max_in_flight_batches: usize,
+    /// Capacity of its intake queue.
+    pub intake_capacity: usize,
+    /// After its last work, an idle shard first keeps looking for more this
+    /// long, calling `sched_yield` between looks. Zero skips this stage.
+    pub spin_before_park: Duration,
+    /// Then it dozes this long, blocked on a futex, before it parks in its
+    /// runtime. Zero skips this stage. (The stages are described in
+    /// `idle.rs`.)
+    pub doze_before_park: Duration,
+}
+
+/// One running shard, as the engine holds it: `Send + Sync`, shared by
+/// every handle of the engine. `Q` is its queueing discipline
+/// ([`Lanes`](crate::parts::Lanes) or [`Fifo`](crate::parts::Fifo)).
+pub struct Shard<Q, I, O, E>
+where
+    Q: Queue<Waiter<I, O, E>>,
+{
+    id: ShardId,
+    engine: usize,
+    intake: SharedIntake<Q::Key, I, O, E>,
+    counters: Arc<ShardCounters>,
+    thread: ThreadId,
+    join: Mutex<Option<JoinHandle<()>>>,
+    _queue: PhantomData<fn() -> Q>,
+}
+
+/// A shard whose thread runs and is making its batch function; see
+/// [`Starting::wait`].
+#[must_use = "a shard is only known to run once `wait` says so"]
+pub struct Starting {
+    id: ShardId,
+    ready: mpsc::Receiver<Result<(), String>>,
+}
+
+impl Starting {
+    /// Blocks until the shard has its batch function and runs its loop, or
+    /// says why it could not (its runtime could not start, or the factory
+    /// panicked).
+    pub fn wait(self) -> Result<(), String> {
+        match self.ready.recv() {
+            Ok(result) => result,
+            Err(mpsc::RecvError) => Err(format!(
+                "{} stopped while starting (its batch function's factory panicked)",
+                self.id
+            )),
+        }
+    }
+}
+
+impl<Q, I, O, E> Shard<Q, I, O, E>
+where
+    Q: Queue<Waiter<I, O, E>> + 'static,
+    Q::Key: Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// Starts the shard's thread. `factory` is called once, on that thread,
+    /// to make the batch function that serves this shard; [`Starting::wait`]
+    /// tells when it did.
+    pub fn start<F, B>(config: ShardConfig, factory: Arc<F>) -> std::io::Result<(Self, Starting)>
+    where
+        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        B: BatchFn<Q::Key, I, O, E> + 'static,
+    {
+        let intake = Arc::new(Intake::new(config.intake_capacity));
+        let counters = Arc::new(ShardCounters::default());
+        let (ready_tx, ready) = mpsc::channel();
+        let thread = {
+            let (intake, counters) = (Arc::clone(&intake), Arc::clone(&counters));
+            let config = config.clone();
+            std::thread::Builder::new()
+                .name(format!("ferry-{}", config.id))
+                .spawn(move || {
+                    serve::<Glommio, Q, I, O, E, F, B>(config, intake, counters, factory, ready_tx)
+                })?
+        };
+        let shard = Self {
+            id: config.id,
+            engine: config.engine,
+            intake,
+            counters,
+            thread: thread.thread().id(),
+            join: Mutex::new(Some(thread)),
+            _queue: PhantomData,
+        };
+        Ok((
+            shard,
+            Starting {
+                id: config.id,
+                ready,
+            },
+        ))
+    }
+
+    /// Hands an input (with its key's `hash`, its `rank` and `weight`,
+    /// computed on the caller's thread) to the shard; refused at once, with
+    /// the input handed back, if the intake is full or closed.
+    pub fn submit(
+        &self,
+        hash: u64,
+        key: Q::Key,
+        input: I,
+        rank: i64,
+        weight: u64,
+    ) -> Result<Answer<I, O, E>, Refusal<I>> {
+        let (reply, answer) = oneshot::channel();
+        let submission = Submission {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+            reply,
+        };
+        match self.intake.push(Inbound::Submit(submission)) {
+            Ok(()) => Ok(Answer(answer)),
+            Err(Refusal { item, reason }) => {
+                self.counters.count_refused_at_intake();
+                let Inbound::Submit(submission) = item else {
+                    unreachable!("the intake hands back what it was given")
+                };
+                Err(Refusal {
+                    item: submission.input,
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// The thread-per-core fast path: if the calling task runs on this very
+    /// shard, admits the input directly (no queue, no channel, no atomic
+    /// read-modify-write). Otherwise hands the key and input back, for the
+    /// ordinary path.
+    pub fn submit_local(
+        &self,
+        hash: u64,
+        key: Q::Key,
+        input: I,
+        rank: i64,
+        weight: u64,
+    ) -> Result<LocalAnswer<I, O, E>, (Q::Key, I)> {
+        let Some(here) =
+            LocalShard::<RefCell<ShardCore<Q, I, O, E>>>::find((self.engine, self.id.index()))
+        else {
+            return Err((key, input));
+        };
+        let Ok(mut core) = here.core.try_borrow_mut() else {
+            // Only reachable from inside the shard loop's own call stack.
+            return Err((key, input));
+        };
+        let (reply, answer) = local_channel();
+        if self.intake.is_closed() {
+            drop(core);
+            self.counters.count_refused_at_intake();
+            let refused = FerryError::Refused {
+                input,
+                reason: Refused::Closed,
+            };
+            reply.send(Err(refused));
+        } else {
+            core.admit_local(hash, key, input, rank, weight, reply, here.clock.read());
+            drop(core);
+            here.nudge.nudge();
+        }
+        Ok(LocalAnswer(answer))
+    }
+
+    /// Runs `task` on the shard's thread, beside its loop. Refused (`Full`
+    /// or `Closed`) when the intake cannot take it.
+    pub fn spawn(&self, task: SpawnTask) -> Result<(), Refused> {
+        self.intake
+            .push(Inbound::Spawn(task))
+            .map_err(|refusal| refusal.reason)
+    }
+}
+
+impl<Q, I, O, E> Shard<Q, I, O, E>
+where
+    Q: Queue<Waiter<I, O, E>>,
+{
+    /// Counts an input the engine refused before handing it to the shard
+    /// (it is too heavy for any batch).
+    pub fn count_refused(&self) {
+        self.counters.count_refused_at_intake();
+    }
+
+    /// Which shard.
+    pub fn id(&self) -> ShardId {
+        self.id
+    }
+
+    /// Its gauges and counters, read without a lock.
+    pub fn stats(&self) -> ShardStats {
+        self.counters.snapshot(self.intake.len() as u64)
+    }
+
+    /// Refuses new input and lets the shard drain and exit (G9). Any
+    /// thread; idempotent.
+    pub fn close(&self) {
+        self.intake.close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.intake.is_closed()
+    }
+
+    /// The shard's thread.
+    pub fn thread(&self) -> ThreadId {
+        self.thread
+    }
+
+    /// Blocks until the shard's thread exited; at once if it was joined
+    /// before. Returns at once, without joining, on the shard's own thread.
+    pub fn join(&self) {
+        if std::thread::current().id() == self.thread {
+            return;
+        }
+        let join = self
+            .join
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        if let Some(join) = join {
+            // A shard thread that panicked has answered nothing more; its
+            // callers see `Aborted`. Nothing to report here.
+            let _ = join.join();
+        }
+    }
+}
+
+/// The body of a shard's thread: the runtime, the batch function, the loop.
+fn serve<R, Q, I, O, E, F, B>(
+    config: ShardConfig,
+    intake: SharedIntake<Q::Key, I, O, E>,
+    counters: Arc<ShardCounters>,
+    factory: Arc<F>,
+    ready: mpsc::Sender<Result<(), String>>,
+) where
+    R: Runtime,
+    Q: Queue<Waiter<I, O, E>> + 'static,
+    Q::Key: Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+    F: Fn(ShardId) -> B,
+    B: BatchFn<Q::Key, I, O, E> + 'static,
+{
+    let _closing = CloseOnExit(&intake);
+    let name = format!("ferry-{}", config.id);
+    let ran = R::run(&name, config.cpu, async {
+        let batch_fn = factory(config.id);
+        let core: SharedCore<Q, I, O, E> = Rc::new(RefCell::new(ShardCore::new(
+            config.lanes.clone(),
+            config.max_in_flight_batches,
+        )));
+        let clock = Rc::new(Clock::start());
+        let wakers = Wakers {
+            nudge: Rc::new(Nudge::default()),
+            bell: Bell::waker(Arc::clone(&intake)),
+            alarm: Alarm::for_this_thread(),
+        };
+        let _installed = LocalShard::install(LocalShard {
+            owner: (config.engine, config.id.index()),
+            core: Rc::clone(&core),
+            nudge: Rc::clone(&wakers.nudge),
+            clock: Rc::clone(&clock),
+        });
+        let idle = IdlePolicy {
+            spin: config.spin_before_park,
+            doze: config.doze_before_park,
+        };
+        let parts = Parts {
+            core,
+            intake: Arc::clone(&intake),
+            counters,
+            batch_fn,
+            clock,
+            wakers,
+            idle,
+        };
+        let _ = ready.send(Ok(()));
+        ShardLoop::<R, Q, I, O, E, B>::new(parts).run().await;
+    });
+    if let Err(reason) = ran {
+        let _ = ready.send(Err(reason));
+    }
+}
+
+/// Closes and empties the intake when the shard's thread ends for any
+/// reason. After a normal exit the intake is already sealed and empty. If
+/// user code that runs on the shard (the key's `Eq` or `Clone`, a `Drop`)
+/// panics, the thread unwinds through here: callers already queued get
+/// `Aborted` (their reply is dropped unanswered), later ones
+/// `Refused::Closed`, and nobody waits on a shard that is gone (G4).
+struct CloseOnExit<'a, T>(&'a Intake<T>);
+
+impl<T> Drop for CloseOnExit<'_, T> {
+    fn drop(&mut self) {
+        let intake = self.0;
+        intake.close();
+        loop {
+            while let Some(inbound) = intake.pop() {
+                drop(inbound);
+            }
+            if intake.is_sealed() && intake.is_empty() {
+                break;
+            }
+            // A pusher is between registering and deregistering: nanoseconds.
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The future of an input handed to a shard: its outcome, or `Aborted` if
+/// the shard stopped without answering. `Send` and `Unpin`.
+#[derive(Debug)]
+pub struct Answer<I, O, E>(oneshot::Receiver<Outcome<I, O, E>>);
+
+impl<I, O, E> Future for Answer<I, O, E> {
+    type Output = Outcome<I, O, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.0).poll(cx) {
+            Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
+            // The shard dropped the reply without answering: it stopped (its
+            // thread died) with the input admitted.
+            Poll::Ready(Err(oneshot::Canceled)) => Poll::Ready(Err(FerryError::Aborted)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The future of an input admitted directly by the shard the caller runs
+/// on. Not `Send`: it stays on that thread.
+pub struct LocalAnswer<I, O, E>(LocalReceiver<Outcome<I, O, E>>);
+
+impl<I, O, E> Future for LocalAnswer<I, O, E> {
+    type Output = Outcome<I, O, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.0).poll(cx) {
+            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
+            Poll::Ready(None) => Poll::Ready(Err(FerryError::Aborted)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for LocalAnswer<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalAnswer")
+    }
+}

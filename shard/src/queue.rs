@@ -1,0 +1,246 @@
+//! The queueing seam: what a shard's core needs from the structure that
+//! holds its waiting inputs, so that one core and one loop serve both
+//! disciplines:
+//!
+//! - per-key batching, [`Lanes`]: one lane per key, one batch per key in
+//!   flight, rank order (G1–G3, G5, G7, G8);
+//! - unkeyed batching, [`Fifo`]: one stream in admission order, as many
+//!   batches out as there are slots (SPEC §9).
+//!
+//! Both are pure (no clock, no I/O, no `async`): `now` is passed in and
+//! never goes backwards. The core ([`ShardCore`](crate::core::ShardCore))
+//! adds the slots, the replies and the counts; the discipline only decides
+//! what waits, what is ready and what a batch holds.
+
+use std::hash::Hash;
+use std::time::Duration;
+
+use crate::config::LanesConfig;
+use crate::fifo::{Fifo, FifoItems};
+use crate::lanes::{BatchItems, LaneId, Lanes};
+use crate::refused::Refusal;
+
+/// A queueing discipline for items `T` (SPEC §5): admit, take, complete,
+/// close, next deadline, and the gauges. Implemented by [`Lanes`] and
+/// [`Fifo`]; the shard is generic over it.
+///
+/// ```
+/// use std::time::Duration;
+/// use ferry_shard::parts::{Fifo, Queue};
+/// use ferry_shard::LanesConfig;
+///
+/// fn one_batch<Q: Queue<u32>>(queue: &mut Q, key: Q::Key) -> Vec<u32> {
+///     let now = Duration::ZERO;
+///     queue.admit(0, key.clone(), 1, 0, 1, now).unwrap();
+///     queue.admit(0, key, 2, 0, 1, now).unwrap();
+///     let (ticket, _key, items) = queue.take_with(now, |items| items.collect::<Vec<_>>()).unwrap();
+///     queue.complete(ticket, now);
+///     items
+/// }
+/// assert_eq!(one_batch(&mut Fifo::new(LanesConfig::default()), ()), vec![1, 2]);
+/// ```
+pub trait Queue<T> {
+    /// What a batch is for: the key of per-key batching, `()` for unkeyed.
+    type Key: Clone;
+    /// Names a batch taken, to hand back to [`complete`](Queue::complete).
+    type Ticket: Copy + std::fmt::Debug;
+    /// The items of a batch as they leave the queue.
+    type Items<'a>: ExactSizeIterator<Item = T>
+    where
+        Self: 'a,
+        T: 'a;
+
+    /// A structure with `config`'s bounds.
+    fn with_config(config: LanesConfig) -> Self;
+
+    /// Admits `item` (for `key`, whose hash is `hash`, with `rank` and
+    /// `weight`), arriving at `now`; refuses it, handed back, past a bound
+    /// or after close.
+    fn admit(
+        &mut self,
+        hash: u64,
+        key: Self::Key,
+        item: T,
+        rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refusal<T>>;
+
+    /// Takes the next batch ready at `now`, lending its items to `consume`
+    /// (which must not panic).
+    fn take_with<R>(
+        &mut self,
+        now: Duration,
+        consume: impl FnOnce(Self::Items<'_>) -> R,
+    ) -> Option<(Self::Ticket, Self::Key, R)>;
+
+    /// The batch named by `ticket` finished (whatever its outcome).
+    fn complete(&mut self, ticket: Self::Ticket, now: Duration);
+
+    /// Admits nothing more; everything waiting becomes ready (G9).
+    fn close(&mut self);
+
+    /// No later than when something waiting becomes due, if anything can.
+    fn next_deadline(&mut self) -> Option<Duration>;
+
+    /// Whether a batch is ready to be taken (deadlines aside).
+    fn has_ready(&self) -> bool;
+
+    /// The bounds kept.
+    fn config(&self) -> &LanesConfig;
+
+    /// Lanes alive (0 for a discipline without lanes).
+    fn lanes(&self) -> usize;
+
+    /// Inputs admitted and not yet taken.
+    fn waiting(&self) -> usize;
+
+    /// Their total weight.
+    fn waiting_weight(&self) -> u64;
+
+    /// Nothing waits and nothing taken is outstanding in the structure
+    /// itself (for `Lanes`: no lane is alive).
+    fn is_drained(&self) -> bool;
+}
+
+impl<K, T> Queue<T> for Lanes<K, T>
+where
+    K: Hash + Eq + Clone,
+{
+    type Key = K;
+    type Ticket = LaneId;
+    type Items<'a>
+        = BatchItems<'a, T>
+    where
+        Self: 'a,
+        T: 'a;
+
+    fn with_config(config: LanesConfig) -> Self {
+        Lanes::new(config)
+    }
+
+    fn admit(
+        &mut self,
+        hash: u64,
+        key: K,
+        item: T,
+        rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refusal<T>> {
+        self.admit_hashed(hash, key, item, rank, weight, now)
+    }
+
+    fn take_with<R>(
+        &mut self,
+        now: Duration,
+        consume: impl FnOnce(BatchItems<'_, T>) -> R,
+    ) -> Option<(LaneId, K, R)> {
+        Lanes::take_with(self, now, consume)
+    }
+
+    fn complete(&mut self, lane: LaneId, now: Duration) {
+        Lanes::complete(self, lane, now);
+    }
+
+    fn close(&mut self) {
+        Lanes::close(self);
+    }
+
+    fn next_deadline(&mut self) -> Option<Duration> {
+        Lanes::next_deadline(self)
+    }
+
+    fn has_ready(&self) -> bool {
+        Lanes::has_ready(self)
+    }
+
+    fn config(&self) -> &LanesConfig {
+        Lanes::config(self)
+    }
+
+    fn lanes(&self) -> usize {
+        Lanes::lanes(self)
+    }
+
+    fn waiting(&self) -> usize {
+        Lanes::waiting(self)
+    }
+
+    fn waiting_weight(&self) -> u64 {
+        Lanes::waiting_weight(self)
+    }
+
+    fn is_drained(&self) -> bool {
+        Lanes::lanes(self) == 0
+    }
+}
+
+/// A batch of unkeyed batching needs no ticket: nothing is busy.
+impl<T> Queue<T> for Fifo<T> {
+    type Key = ();
+    type Ticket = ();
+    type Items<'a>
+        = FifoItems<'a, T>
+    where
+        Self: 'a,
+        T: 'a;
+
+    fn with_config(config: LanesConfig) -> Self {
+        Fifo::new(config)
+    }
+
+    fn admit(
+        &mut self,
+        _hash: u64,
+        _key: (),
+        item: T,
+        _rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refusal<T>> {
+        Fifo::admit(self, item, weight, now)
+    }
+
+    fn take_with<R>(
+        &mut self,
+        now: Duration,
+        consume: impl FnOnce(FifoItems<'_, T>) -> R,
+    ) -> Option<((), (), R)> {
+        Fifo::take_with(self, now, consume).map(|taken| ((), (), taken))
+    }
+
+    fn complete(&mut self, _ticket: (), _now: Duration) {}
+
+    fn close(&mut self) {
+        Fifo::close(self);
+    }
+
+    fn next_deadline(&mut self) -> Option<Duration> {
+        Fifo::next_deadline(self)
+    }
+
+    fn has_ready(&self) -> bool {
+        Fifo::has_ready(self)
+    }
+
+    fn config(&self) -> &LanesConfig {
+        Fifo::config(self)
+    }
+
+    fn lanes(&self) -> usize {
+        0
+    }
+
+    fn waiting(&self) -> usize {
+        Fifo::waiting(self)
+    }
+
+    fn waiting_weight(&self) -> u64 {
+        Fifo::waiting_weight(self)
+    }
+
+    fn is_drained(&self) -> bool {
+        Fifo::waiting(self) == 0
+    }
+}
