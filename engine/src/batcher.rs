@@ -10,14 +10,14 @@
 //! oldest input. Intake, bounds, errors, close, stats and the idle stages
 //! are the engine's own (G4, G6, G9, G10 hold as for [`Engine`]).
 //!
-//! Spreading: each caller thread keeps to one shard, picked once per thread
-//! (round robin over the threads that ever submitted), so the submit path
-//! touches no shared counter, and every shard gets work as soon as there
-//! are at least as many caller threads as shards.
+//! Spreading: each caller thread keeps to one shard, picked on its first
+//! submit (round robin over the threads that submitted to this batcher), so
+//! the steady submit path touches no shared counter, and every shard gets
+//! work as soon as there are at least as many caller threads as shards.
 //!
 //! [`Engine`]: crate::Engine
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -28,25 +28,52 @@ use crate::shards::{block_on_submit, Shards, UnkeyedShards};
 use crate::stats::Stats;
 use crate::submit::Submit;
 
-/// Threads that have submitted to any batcher so far: the next one's home.
-static THREADS_SEEN: AtomicUsize = AtomicUsize::new(0);
+/// Gives each batcher a distinct identity, for the threads' homes.
+static BATCHER_IDS: AtomicUsize = AtomicUsize::new(1);
+
+/// Homes a thread remembers at most; past that the oldest is forgotten
+/// (and picked again, once, if that batcher is used again).
+const HOMES_KEPT_MAX: usize = 16;
 
 thread_local! {
-    /// This thread's home among the shards, picked on its first submit.
-    static HOME: Cell<Option<usize>> = const { Cell::new(None) };
+    /// This thread's home shard in each batcher it submitted to lately:
+    /// `(batcher id, home)`, the latest last.
+    static HOMES: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The calling thread's shard among `shards`.
-fn home(shards: usize) -> usize {
-    let home = HOME.with(|home| match home.get() {
-        Some(home) => home,
-        None => {
-            let picked = THREADS_SEEN.fetch_add(1, Relaxed);
-            home.set(Some(picked));
-            picked
+/// Where a batcher's caller threads go: each thread keeps to the shard it
+/// was given on its first submit, round robin over the batcher's threads.
+struct Spread {
+    id: usize,
+    /// Threads that have submitted to this batcher so far.
+    threads_seen: AtomicUsize,
+}
+
+impl Spread {
+    fn new() -> Self {
+        Self {
+            id: BATCHER_IDS.fetch_add(1, Relaxed),
+            threads_seen: AtomicUsize::new(0),
         }
-    });
-    home % shards
+    }
+
+    /// The calling thread's shard among `shards`. Only a thread's first
+    /// submit to this batcher touches the shared count.
+    fn home(&self, shards: usize) -> usize {
+        let home = HOMES.with(|homes| {
+            let mut homes = homes.borrow_mut();
+            if let Some(&(_, home)) = homes.iter().rev().find(|(id, _)| *id == self.id) {
+                return home;
+            }
+            let home = self.threads_seen.fetch_add(1, Relaxed);
+            if homes.len() == HOMES_KEPT_MAX {
+                homes.remove(0);
+            }
+            homes.push((self.id, home));
+            home
+        });
+        home % shards
+    }
 }
 
 /// A running unkeyed batcher: a cheap, cloneable handle (`Clone + Send +
@@ -77,12 +104,14 @@ fn home(shards: usize) -> usize {
 /// ```
 pub struct Batcher<I, O, E> {
     inner: Arc<UnkeyedShards<I, O, E>>,
+    spread: Arc<Spread>,
 }
 
 impl<I, O, E> Clone for Batcher<I, O, E> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            spread: Arc::clone(&self.spread),
         }
     }
 }
@@ -132,6 +161,7 @@ where
     {
         Ok(Self {
             inner: Arc::new(Shards::start(plan, factory)?),
+            spread: Arc::new(Spread::new()),
         })
     }
 
@@ -152,7 +182,7 @@ where
     /// assert_eq!(runtime.block_on(async { batcher.submit(3).await }), Ok(3));
     /// ```
     pub fn submit(&self, input: I) -> Submit<I, O, E> {
-        let index = home(self.inner.list.len());
+        let index = self.spread.home(self.inner.list.len());
         self.inner.submit(index, 0, (), input)
     }
 
@@ -197,6 +227,17 @@ where
     }
 
     /// The number of shards.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(batcher.shards(), 2);
+    /// ```
     pub fn shards(&self) -> usize {
         self.inner.list.len()
     }
@@ -205,17 +246,66 @@ where
     /// handed back; everything already admitted is still sent (delay
     /// ignored) and answered; then the shard threads exit. Returns at once;
     /// see [`join`](Self::join). Idempotent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Batcher, FerryError, Refused};
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// // A partial batch would wait a minute for more; close sends it now.
+    /// let waiting = batcher.submit(1);
+    /// batcher.close();
+    /// assert_eq!(futures::executor::block_on(waiting), Ok(1));
+    /// match batcher.submit_blocking(2) {
+    ///     Err(FerryError::Refused { input, reason: Refused::Closed }) => assert_eq!(input, 2),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// batcher.join();
+    /// ```
     pub fn close(&self) {
         self.inner.close();
     }
 
     /// Whether [`close`](Self::close) was called.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert!(!batcher.is_closed());
+    /// batcher.close();
+    /// assert!(batcher.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
 
     /// Blocks until every shard has drained and exited. Call
     /// [`close`](Self::close) first, or it waits for a close from elsewhere.
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let answer = batcher.submit(3);
+    /// batcher.close();
+    /// batcher.join();
+    /// // Admitted before close, so answered before the shards exited.
+    /// assert_eq!(futures::executor::block_on(answer), Ok(3));
+    /// ```
     pub fn join(&self) {
         self.inner.join();
     }
