@@ -7,7 +7,8 @@
 //! - [`cpu`]: CPU time used by the process, for a cost per input;
 //! - [`load`]: the generator threads, closed or open loop, and one run;
 //! - [`systems`]: ferry, single-lock, batch-aint-one and unbatched behind
-//!   one trait;
+//!   one trait, and for `--mode unkeyed` batcher, batch-aint-one on one key
+//!   and single-lock-fifo;
 //! - [`run`]: one system at one shard count, from start to figures;
 //! - [`report`]: the progress line, the table and the JSON;
 //! - [`duration`]: durations as the command line writes them;

@@ -2,7 +2,8 @@
 //! against one simulated store, and reports throughput, batch sizes and
 //! latency. With no flags: the contended comparison (1,000 keys, zipf:1.0,
 //! 1 ms round trips, 2,000 closed-loop clients), all four systems, in under
-//! 30 seconds.
+//! 30 seconds. With `--mode unkeyed`: `ferry::Batcher` against two unkeyed
+//! alternatives instead, under the same load.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -17,7 +18,7 @@ use ferry_bench::duration::{format_duration, parse_duration};
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::report::{self, JsonReport, RunResult};
 use ferry_bench::store::Store;
-use ferry_bench::systems::{Settings, SystemKind};
+use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
 /// Load-test Ferry against a simulated store and compare it with a
 /// single-lock design, batch-aint-one, and no batching at all.
@@ -29,17 +30,35 @@ use ferry_bench::systems::{Settings, SystemKind};
 /// mean batch size, latency percentiles and counts. Exits non-zero if any
 /// input was lost or ferry saw a conflict.
 ///
+/// --mode unkeyed compares unkeyed batching instead (one stream, no key, many
+/// batches in flight at once): ferry's Batcher against batch-aint-one on one
+/// key and a single-lock FIFO. An unkeyed batch is a read and an
+/// unconditional append on the store, the same two round trips as a keyed
+/// batch, and never conflicts.
+///
 /// Durations are whole numbers with a unit: 500us, 2ms, 10s (or 0).
 #[derive(Debug, Parser)]
 #[command(name = "ferry-load", version, max_term_width = 100)]
 struct Args {
-    /// Ferry shards (threads, pinned to CPUs 0..N when the machine has N)
-    /// [default: the CPUs this process may use]
+    /// What is compared. keyed: per-key batching, at most one batch in flight
+    /// per key: ferry, single-lock, batch-aint-one, unbatched. unkeyed: one
+    /// stream with no key, up to --max-in-flight batches in flight per shard,
+    /// each as full as waiting inputs allow: batcher (ferry::Batcher),
+    /// batch-aint-one (every input on one key, which may run as many batches
+    /// at once as batcher has slots), single-lock-fifo (one FIFO behind one
+    /// mutex, --max-in-flight workers per shard each taking up to
+    /// --max-batch-size inputs). Unkeyed systems ignore the key each input
+    /// draws
+    #[arg(long, value_name = "keyed|unkeyed", default_value = "keyed")]
+    mode: Keying,
+
+    /// Ferry (or batcher) shards (threads, pinned to CPUs 0..N when the
+    /// machine has N) [default: the CPUs this process may use]
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 
-    /// Run ferry once per shard count in this list, e.g. 1,2,4; the other
-    /// systems run once. Overrides --shards
+    /// Run ferry (or batcher) once per shard count in this list, e.g. 1,2,4;
+    /// the other systems run once. Overrides --shards
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     sweep_shards: Vec<usize>,
 
@@ -73,20 +92,20 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1ms")]
     store_rtt: Duration,
 
-    /// Leave ferry's shards unpinned (by default each is pinned to its CPU
-    /// when the machine has enough)
+    /// Leave ferry's (or batcher's) shards unpinned (by default each is
+    /// pinned to its CPU when the machine has enough)
     #[arg(long)]
     no_pin: bool,
 
-    /// How long a ferry shard that ran out of work keeps looking for more
-    /// (yielding its CPU between looks) before it dozes: no wake-up needed
-    /// for what arrives meanwhile, for CPU time nobody else wanted
+    /// How long a ferry (or batcher) shard that ran out of work keeps looking
+    /// for more (yielding its CPU between looks) before it dozes: no wake-up
+    /// needed for what arrives meanwhile, for CPU time nobody else wanted
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "50us")]
     spin_before_park: Duration,
 
-    /// How long a ferry shard then dozes (blocked on a futex, woken by input
-    /// or a store answer with one system call) before it parks in glommio,
-    /// whose sleep and wake-up cost far more
+    /// How long a ferry (or batcher) shard then dozes (blocked on a futex,
+    /// woken by input or a store answer with one system call) before it parks
+    /// in glommio, whose sleep and wake-up cost far more
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "2ms")]
     doze_before_park: Duration,
 
@@ -94,28 +113,29 @@ struct Args {
     #[arg(long, value_name = "B", default_value_t = 64)]
     max_batch_size: usize,
 
-    /// How long a partial batch waits for more inputs (ferry, single-lock)
+    /// How long a partial batch waits for more inputs (ferry, single-lock;
+    /// batcher, single-lock-fifo)
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
     max_batch_delay: Duration,
 
-    /// Batches in flight at once per ferry shard; single-lock runs this many
-    /// workers per shard (of the largest shard count measured)
+    /// Batches in flight at once per ferry (or batcher) shard; single-lock and
+    /// single-lock-fifo run this many workers, and unkeyed batch-aint-one
+    /// allows its key this many batches, per shard (of the largest shard
+    /// count measured)
     #[arg(long, value_name = "M", default_value_t = 256)]
     max_in_flight: usize,
 
-    /// Waiting inputs at most: per shard for ferry, in total for single-lock,
-    /// per key for batch-aint-one
+    /// Waiting inputs at most: per shard for ferry and batcher, in total for
+    /// single-lock and single-lock-fifo, per key for batch-aint-one (in total
+    /// when unkeyed)
     #[arg(long, value_name = "Q", default_value_t = 1_000_000)]
     max_queueing: usize,
 
-    /// Systems to run, in order
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "ferry,single-lock,batch-aint-one,unbatched"
-    )]
-    compare: Vec<SystemKind>,
+    /// Systems to run, in order, of those --mode names [default:
+    /// ferry,single-lock,batch-aint-one,unbatched; unkeyed:
+    /// batcher,batch-aint-one,single-lock-fifo]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    compare: Vec<String>,
 
     /// Also write the results as JSON to this file
     #[arg(long, value_name = "PATH")]
@@ -125,7 +145,8 @@ struct Args {
     #[arg(long, value_name = "G", default_value_t = 2)]
     generators: usize,
 
-    /// Worker threads of the tokio runtime used by single-lock and batch-aint-one
+    /// Worker threads of the tokio runtime used by single-lock,
+    /// single-lock-fifo and batch-aint-one
     #[arg(long, value_name = "T", default_value_t = 2)]
     tokio_workers: usize,
 
@@ -172,10 +193,36 @@ impl Args {
         if self.duration.is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
-        if self.compare.is_empty() {
-            return Err("--compare names no system".to_string());
-        }
+        self.systems()?;
         Ok(())
+    }
+
+    /// The systems `--compare` names for `--mode`, or its default ones.
+    fn systems(&self) -> Result<Vec<Compared>, String> {
+        let mut systems = match (self.mode, self.compare.is_empty()) {
+            (Keying::Keyed, true) => SystemKind::ALL.map(Compared::Keyed).to_vec(),
+            (Keying::Unkeyed, true) => UnkeyedKind::ALL.map(Compared::Unkeyed).to_vec(),
+            (Keying::Keyed, false) => self
+                .compare
+                .iter()
+                .map(|name| {
+                    name.parse().map(Compared::Keyed).map_err(|problem| {
+                        match name.parse::<UnkeyedKind>() {
+                            Ok(_) => format!("{problem}; `{name}` is compared with --mode unkeyed"),
+                            Err(_) => problem,
+                        }
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+            (Keying::Unkeyed, false) => self
+                .compare
+                .iter()
+                .map(|name| name.parse().map(Compared::Unkeyed))
+                .collect::<Result<_, String>>()
+                .map_err(|problem| format!("--compare with --mode unkeyed: {problem}"))?,
+        };
+        systems.dedup();
+        Ok(systems)
     }
 
     fn shard_counts(&self) -> Vec<usize> {
@@ -187,6 +234,10 @@ impl Args {
     }
 
     fn describe(&self) -> String {
+        let keys = match self.mode {
+            Keying::Keyed => format!("{} keys {}", report::thousands(self.keys), self.dist),
+            Keying::Unkeyed => "unkeyed".to_string(),
+        };
         let load = if self.rate > 0.0 {
             format!("open loop {} inputs/s", report::thousands(self.rate as u64))
         } else {
@@ -196,15 +247,37 @@ impl Args {
             )
         };
         format!(
-            "{} keys {}, store RTT {}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
-            report::thousands(self.keys),
-            self.dist,
+            "{keys}, store RTT {}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
             format_duration(self.store_rtt),
             self.max_batch_size,
             format_duration(self.max_batch_delay),
             format_duration(self.duration),
             format_duration(self.warmup),
             self.generators,
+        )
+    }
+}
+
+/// One system to run, of either mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Compared {
+    Keyed(SystemKind),
+    Unkeyed(UnkeyedKind),
+}
+
+impl Compared {
+    fn name(self) -> &'static str {
+        match self {
+            Compared::Keyed(kind) => kind.name(),
+            Compared::Unkeyed(kind) => kind.name(),
+        }
+    }
+
+    /// Whether it has shards, and so runs once per shard count.
+    fn has_shards(self) -> bool {
+        matches!(
+            self,
+            Compared::Keyed(SystemKind::Ferry) | Compared::Unkeyed(UnkeyedKind::Batcher)
         )
     }
 }
@@ -241,6 +314,8 @@ fn run(args: &Args) -> Result<bool, String> {
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
     };
+    // The systems without shards get as many workers (or batches at once)
+    // as the sharded one has slots at its largest shard count.
     let single_lock_workers = args.max_in_flight * shard_counts.iter().copied().max().unwrap_or(1);
     let load = Load {
         mode: if args.rate > 0.0 {
@@ -261,39 +336,60 @@ fn run(args: &Args) -> Result<bool, String> {
         seed: args.seed,
     };
 
+    let systems = args.systems()?;
     eprintln!("ferry-load: {}", args.describe());
+    let shards_max = shard_counts.iter().copied().max().unwrap_or(1);
+    if systems.contains(&Compared::Unkeyed(UnkeyedKind::Batcher)) && args.generators < shards_max {
+        eprintln!(
+            "ferry-load: note: batcher gives each caller thread one shard; with {} generator threads, {} of its {shards_max} shards get no work",
+            args.generators,
+            shards_max - args.generators
+        );
+    }
     let live = std::io::stderr().is_terminal();
     let mut runs: Vec<RunResult> = Vec::new();
-    let mut systems = args.compare.clone();
-    systems.dedup();
-    for kind in systems {
-        let shard_runs: Vec<Option<usize>> = match kind {
-            SystemKind::Ferry => shard_counts.iter().copied().map(Some).collect(),
-            _ => vec![None],
+    for system in systems {
+        let shard_runs: Vec<Option<usize>> = if system.has_shards() {
+            shard_counts.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
         };
         for shards in shard_runs {
+            let name = system.name();
             let label = match shards {
-                Some(1) => format!("{kind} (1 shard)"),
-                Some(n) => format!("{kind} ({n} shards)"),
-                None => kind.to_string(),
+                Some(1) => format!("{name} (1 shard)"),
+                Some(n) => format!("{name} ({n} shards)"),
+                None => name.to_string(),
             };
-            let result = ferry_bench::run::run(
-                kind,
-                shards,
-                single_lock_workers,
-                &settings,
-                store,
-                &load,
-                |progress| {
-                    let line = report::progress_line(&label, progress);
-                    if live {
-                        eprint!("\r{line}\x1b[K");
-                        let _ = std::io::stderr().flush();
-                    } else {
-                        eprintln!("{line}");
-                    }
-                },
-            )?;
+            let on_progress = |progress: &ferry_bench::load::Progress| {
+                let line = report::progress_line(&label, progress);
+                if live {
+                    eprint!("\r{line}\x1b[K");
+                    let _ = std::io::stderr().flush();
+                } else {
+                    eprintln!("{line}");
+                }
+            };
+            let result = match system {
+                Compared::Keyed(kind) => ferry_bench::run::run(
+                    kind,
+                    shards,
+                    single_lock_workers,
+                    &settings,
+                    store,
+                    &load,
+                    on_progress,
+                ),
+                Compared::Unkeyed(kind) => ferry_bench::run::run_unkeyed(
+                    kind,
+                    shards,
+                    single_lock_workers,
+                    &settings,
+                    store,
+                    &load,
+                    on_progress,
+                ),
+            }?;
             if live {
                 eprint!("\r\x1b[K");
             }
@@ -312,7 +408,11 @@ fn run(args: &Args) -> Result<bool, String> {
     println!();
     print!("{}", report::table(&runs));
     println!();
-    print!("{}", report::ratios(&runs));
+    let reference = match args.mode {
+        Keying::Keyed => SystemKind::Ferry.name(),
+        Keying::Unkeyed => UnkeyedKind::Batcher.name(),
+    };
+    print!("{}", report::ratios(&runs, reference));
     print!("{}", report::store_timing(&runs));
     print!("{}", report::idle_stages(&runs));
 
@@ -352,5 +452,46 @@ mod tests {
             args.max_batch_size,
             ferry::LanesConfig::DEFAULT_MAX_BATCH_SIZE
         );
+    }
+
+    fn systems_of(argv: &[&str]) -> Result<Vec<&'static str>, String> {
+        let args = Args::try_parse_from(argv).expect("the flags parse");
+        args.check()?;
+        Ok(args.systems()?.into_iter().map(Compared::name).collect())
+    }
+
+    #[test]
+    fn each_mode_has_its_own_systems_and_refuses_the_other_modes() {
+        assert_eq!(
+            systems_of(&["ferry-load"]),
+            Ok(vec!["ferry", "single-lock", "batch-aint-one", "unbatched"])
+        );
+        assert_eq!(
+            systems_of(&["ferry-load", "--mode", "unkeyed"]),
+            Ok(vec!["batcher", "batch-aint-one", "single-lock-fifo"])
+        );
+        assert_eq!(
+            systems_of(&[
+                "ferry-load",
+                "--mode",
+                "unkeyed",
+                "--compare",
+                "single-lock-fifo,batcher"
+            ]),
+            Ok(vec!["single-lock-fifo", "batcher"])
+        );
+        let ferry = systems_of(&["ferry-load", "--mode", "unkeyed", "--compare", "ferry"]);
+        assert!(
+            ferry.as_ref().is_err_and(|p| p.contains("`batcher`")),
+            "{ferry:?}"
+        );
+        let batcher = systems_of(&["ferry-load", "--compare", "batcher"]);
+        assert!(
+            batcher
+                .as_ref()
+                .is_err_and(|p| p.contains("--mode unkeyed")),
+            "{batcher:?}"
+        );
+        assert!(Args::try_parse_from(["ferry-load", "--mode", "sideways"]).is_err());
     }
 }

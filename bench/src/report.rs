@@ -1,6 +1,6 @@
 //! What `ferry-load` shows: the live progress line, the final table (one
-//! row per system and shard count), the ratios against ferry, and the
-//! `--json` file (SPEC §6, with a few more fields).
+//! row per system and shard count), the ratios against ferry (or batcher,
+//! unkeyed), and the `--json` file (SPEC §6, with a few more fields).
 
 use std::fmt::Write as _;
 
@@ -12,7 +12,8 @@ use crate::load::{Measured, Phase, Progress};
 /// One measured run of one system at one shard count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunResult {
-    /// `ferry`, `single-lock`, `batch-aint-one` or `unbatched`.
+    /// `ferry`, `single-lock`, `batch-aint-one` or `unbatched`; unkeyed,
+    /// `batcher`, `batch-aint-one` or `single-lock-fifo`.
     pub system: String,
     /// Ferry's shard count; `None` for systems without shards.
     pub shards: Option<usize>,
@@ -58,9 +59,9 @@ pub struct RunResult {
     /// Length of the measured window, seconds.
     pub seconds: f64,
     /// Times per second, in the measured window, that the system's shards
-    /// dozed when out of work (ferry only).
+    /// dozed when out of work (ferry and batcher only).
     pub dozes_per_s: Option<f64>,
-    /// Times per second that they parked in glommio (ferry only).
+    /// Times per second that they parked in glommio (ferry and batcher only).
     pub parks_per_s: Option<f64>,
 }
 
@@ -147,9 +148,14 @@ pub struct JsonReport<'a> {
 /// ```
 pub fn table(runs: &[RunResult]) -> String {
     let mut out = String::new();
+    // Wide enough for `single-lock-fifo`, and as before for the others.
+    let name_width = runs
+        .iter()
+        .map(|run| run.system.chars().count())
+        .fold(SYSTEM_COLUMN_WIDTH_MIN, usize::max);
     let _ = writeln!(
         out,
-        "{:<15} {:>6} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9}",
+        "{:<name_width$} {:>6} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9}",
         "system",
         "shards",
         "inputs/s",
@@ -168,7 +174,7 @@ pub fn table(runs: &[RunResult]) -> String {
     for run in runs {
         let _ = writeln!(
             out,
-            "{:<15} {:>6} {:>11} {:>6.2} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9.2}",
+            "{:<name_width$} {:>6} {:>11} {:>6.2} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>5} {:>9.2}",
             run.system,
             run.shards.map_or("-".to_string(), |s| s.to_string()),
             thousands(run.throughput.round() as u64),
@@ -188,31 +194,36 @@ pub fn table(runs: &[RunResult]) -> String {
     out
 }
 
-/// Ferry's throughput over each other system's, from the ferry run with the
-/// highest throughput.
-pub fn ratios(runs: &[RunResult]) -> String {
+/// The system column is at least this wide, so the keyed table keeps its
+/// layout.
+const SYSTEM_COLUMN_WIDTH_MIN: usize = 15;
+
+/// The throughput of `reference` (`ferry`, or `batcher` unkeyed) over each
+/// other system's, from the run of `reference` with the highest throughput.
+pub fn ratios(runs: &[RunResult], reference: &str) -> String {
     let mut out = String::new();
     let best = runs
         .iter()
-        .filter(|run| run.system == "ferry")
+        .filter(|run| run.system == reference)
         .max_by(|a, b| a.throughput.total_cmp(&b.throughput));
-    let Some(ferry) = best else { return out };
-    for other in runs.iter().filter(|run| run.system != "ferry") {
+    let Some(best) = best else { return out };
+    for other in runs.iter().filter(|run| run.system != reference) {
         if other.throughput > 0.0 {
             let _ = writeln!(
                 out,
                 "{} / {}: {:.2}x throughput",
-                ferry.label(),
+                best.label(),
                 other.label(),
-                ferry.throughput / other.throughput
+                best.throughput / other.throughput
             );
         }
     }
     out
 }
 
-/// How often each run's shards slept, and how (ferry's runs only): many
-/// parks a second mean the shards' doze is shorter than their idle gaps.
+/// How often each run's shards slept, and how (ferry's and batcher's runs
+/// only): many parks a second mean the shards' doze is shorter than their
+/// idle gaps.
 pub fn idle_stages(runs: &[RunResult]) -> String {
     let mut out = String::new();
     for run in runs {
@@ -396,15 +407,35 @@ mod tests {
     }
 
     #[test]
-    fn ratios_use_the_best_ferry_run() {
+    fn a_longer_system_name_widens_its_column_for_every_row() {
+        let table = table(&[
+            run("batcher", Some(2), 1_000.0),
+            run("single-lock-fifo", None, 1_000.0),
+        ]);
+        let widths: Vec<usize> = table.lines().map(|line| line.chars().count()).collect();
+        assert_eq!(widths.len(), 3, "{table}");
+        assert!(widths.iter().all(|&w| w == widths[0]), "{table}");
+        assert!(table.contains("single-lock-fifo "), "{table}");
+    }
+
+    #[test]
+    fn ratios_use_the_best_run_of_the_reference_system() {
         let runs = [
             run("ferry", Some(1), 100.0),
             run("ferry", Some(2), 300.0),
             run("unbatched", None, 10.0),
         ];
         assert_eq!(
-            ratios(&runs),
+            ratios(&runs, "ferry"),
             "ferry (2 shards) / unbatched: 30.00x throughput\n"
+        );
+        let unkeyed = [
+            run("batcher", Some(2), 200.0),
+            run("single-lock-fifo", None, 100.0),
+        ];
+        assert_eq!(
+            ratios(&unkeyed, "batcher"),
+            "batcher (2 shards) / single-lock-fifo: 2.00x throughput\n"
         );
     }
 

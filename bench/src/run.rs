@@ -9,10 +9,12 @@ use crate::load::{drive, Load, Progress};
 use crate::report::RunResult;
 use crate::store::Store;
 use crate::systems::batch_aint_one::BatchAintOne;
+use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
 use crate::systems::single_lock::SingleLock;
+use crate::systems::single_lock_fifo::SingleLockFifo;
 use crate::systems::unbatched::Unbatched;
-use crate::systems::{Settings, System, SystemKind};
+use crate::systems::{Settings, System, SystemKind, UnkeyedKind};
 
 /// Runs `kind` under `load`. `shards` is ferry's shard count (ignored by the
 /// others); single-lock runs `single_lock_workers` workers.
@@ -32,7 +34,7 @@ pub fn run(
             let system =
                 FerrySystem::start(settings, shards, store).map_err(|e| could_not_start(&e))?;
             Ok(measure(
-                kind,
+                kind.name(),
                 Some(shards),
                 system,
                 store,
@@ -43,21 +45,63 @@ pub fn run(
         SystemKind::SingleLock => {
             let system = SingleLock::start(settings, single_lock_workers, store)
                 .map_err(|e| could_not_start(&e))?;
-            Ok(measure(kind, None, system, store, load, on_progress))
+            Ok(measure(kind.name(), None, system, store, load, on_progress))
         }
         SystemKind::BatchAintOne => {
             let system = BatchAintOne::start(settings, store).map_err(|e| could_not_start(&e))?;
-            Ok(measure(kind, None, system, store, load, on_progress))
+            Ok(measure(kind.name(), None, system, store, load, on_progress))
         }
         SystemKind::Unbatched => {
             let system = Unbatched::start(store);
-            Ok(measure(kind, None, system, store, load, on_progress))
+            Ok(measure(kind.name(), None, system, store, load, on_progress))
+        }
+    }
+}
+
+/// Runs the unkeyed system `kind` under `load`. `shards` is the batcher's
+/// shard count (ignored by the others); `slots` is how many batches the
+/// others may have in flight at once: single-lock-fifo's workers, and
+/// batch-aint-one's concurrency on its one key.
+pub fn run_unkeyed(
+    kind: UnkeyedKind,
+    shards: Option<usize>,
+    slots: usize,
+    settings: &Settings,
+    store: &'static Store,
+    load: &Load,
+    on_progress: impl FnMut(&Progress),
+) -> Result<RunResult, String> {
+    let could_not_start = |err: &dyn std::fmt::Display| format!("{kind} did not start: {err}");
+    let name = kind.name();
+    match kind {
+        UnkeyedKind::Batcher => {
+            let shards = shards.unwrap_or(1);
+            let system =
+                BatcherSystem::start(settings, shards, store).map_err(|e| could_not_start(&e))?;
+            Ok(measure(
+                name,
+                Some(shards),
+                system,
+                store,
+                load,
+                on_progress,
+            ))
+        }
+        UnkeyedKind::BatchAintOne => {
+            let system = BatchAintOne::start_unkeyed(settings, slots, store)
+                .map_err(|e| could_not_start(&e))?;
+            Ok(measure(name, None, system, store, load, on_progress))
+        }
+        UnkeyedKind::SingleLockFifo => {
+            let system =
+                SingleLockFifo::start(settings, slots, store).map_err(|e| could_not_start(&e))?;
+            Ok(measure(name, None, system, store, load, on_progress))
         }
     }
 }
 
 fn measure<S: System>(
-    kind: SystemKind,
+    name: &str,
     shards: Option<usize>,
     mut system: S,
     store: &'static Store,
@@ -77,14 +121,7 @@ fn measure<S: System>(
     let conflicts = store.conflicts() - conflicts_before;
     let applied = store.applied() - applied_before;
     let lateness = store.take_lateness();
-    let mut result = RunResult::new(
-        kind.name(),
-        shards,
-        &measured,
-        conflicts,
-        applied,
-        &lateness,
-    );
+    let mut result = RunResult::new(name, shards, &measured, conflicts, applied, &lateness);
     result.cpu_us_per_input = if measured.done == 0 {
         0.0
     } else {

@@ -15,6 +15,16 @@
 //! versions is the number of inputs the store applied ([`Store::applied`]):
 //! it must equal the inputs answered with success.
 //!
+//! # Unkeyed batches
+//!
+//! A batch of the unkeyed systems (`--mode unkeyed`) has no key.
+//! [`Store::apply_unkeyed`] gives it the same two round trips as a keyed
+//! batch, a read of one stream's length and then an append of the batch's
+//! inputs to it, but the append is unconditional, so it cannot conflict:
+//! unkeyed batching promises no order between batches, so there is no
+//! version to guard. The stream's length counts in [`Store::applied`] like
+//! a key's version.
+//!
 //! # Timing
 //!
 //! A request takes effect when it is sent (the versions are atomics, updated
@@ -114,6 +124,8 @@ type Answer = Result<u64, StoreError>;
 /// and pay no reference counting per batch.
 pub struct Store {
     versions: Box<[AtomicU64]>,
+    /// The unkeyed stream's length: inputs applied by unkeyed batches.
+    stream_len: AtomicU64,
     rtt: Duration,
     conflicts: AtomicU64,
     wire: Option<Arc<Wire>>,
@@ -174,6 +186,7 @@ impl Store {
         };
         Ok(Box::leak(Box::new(Store {
             versions,
+            stream_len: AtomicU64::new(0),
             rtt,
             conflicts: AtomicU64::new(0),
             wire,
@@ -238,17 +251,51 @@ impl Store {
         })
     }
 
+    /// Reads the unkeyed stream's length.
+    pub fn read_stream(&self) -> Response {
+        self.answer_later(Ok(self.stream_len.load(Ordering::Acquire)))
+    }
+
+    /// Appends `count` inputs to the unkeyed stream, unconditionally;
+    /// answers the length before them, so their positions are
+    /// `length + 1 ..= length + count`, never shared with another batch's.
+    pub fn append(&self, count: u64) -> Response {
+        let length = self.stream_len.fetch_add(count, Ordering::AcqRel);
+        self.answer_later(Ok(length))
+    }
+
+    /// One unkeyed batch of `count` inputs: a read, then an append, the
+    /// same two round trips as [`Store::apply`] and no version check (see
+    /// the module docs). Every unkeyed system's batch is this call, so
+    /// they pay the same per batch, and a batch costs what a keyed one
+    /// costs, so the unkeyed and keyed tables are priced alike. Answers the
+    /// stream's length before the batch's inputs.
+    ///
+    /// Why not a keyed [`Store::apply`] on a key drawn per batch: unkeyed
+    /// systems run many batches at once, and two of them on one key would
+    /// conflict and retry, a cost of the key choice (a hot zipf key most of
+    /// all), not of the system batching.
+    pub async fn apply_unkeyed(&'static self, count: u64) -> Result<u64, StoreError> {
+        // The read stands for the round trip a real batch spends before it
+        // writes (a lookup, a sequence number); its answer is not needed.
+        self.read_stream().await?;
+        self.append(count).await
+    }
+
     /// Conditional writes refused as conflicts since the start.
     pub fn conflicts(&self) -> u64 {
         self.conflicts.load(Ordering::Relaxed)
     }
 
-    /// Inputs applied since the start: the sum of every key's version.
+    /// Inputs applied since the start: the sum of every key's version and
+    /// the unkeyed stream's length.
     pub fn applied(&self) -> u64 {
-        self.versions
+        let keyed: u64 = self
+            .versions
             .iter()
             .map(|v| v.load(Ordering::Relaxed))
-            .sum()
+            .sum();
+        keyed + self.stream_len.load(Ordering::Relaxed)
     }
 
     /// How late answers came back since the last call (nanoseconds past
@@ -469,6 +516,21 @@ mod tests {
         assert_eq!(block_on(store.read(2)), Ok(8));
         assert_eq!(store.applied(), 8);
         assert_eq!(store.conflicts(), 0);
+    }
+
+    #[test]
+    fn unkeyed_batches_overlap_without_conflicts_and_get_distinct_positions() {
+        for rtt in [Duration::ZERO, Duration::from_micros(100)] {
+            let store = Store::start(1, rtt).unwrap();
+            let batches = (0..8).map(|_| store.apply_unkeyed(3));
+            let starts = block_on(futures::future::join_all(batches));
+            let mut starts: Vec<u64> = starts.into_iter().map(Result::unwrap).collect();
+            starts.sort_unstable();
+            assert_eq!(starts, vec![0, 3, 6, 9, 12, 15, 18, 21], "rtt {rtt:?}");
+            assert_eq!(store.applied(), 24);
+            assert_eq!(store.conflicts(), 0);
+            store.stop();
+        }
     }
 
     #[test]

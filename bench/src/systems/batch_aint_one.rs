@@ -1,9 +1,24 @@
-//! `batch-aint-one`: the crate of that name (0.16), set up to keep one batch
-//! per key in flight like Ferry: `max_key_concurrency = 1`, the `Immediate`
-//! policy (a batch starts as soon as its key is free), `max_batch_size` from
-//! the command line, and its queue bounds raised to `max_queueing` so that it
-//! refuses no more than Ferry does. Its worker and batches run on a tokio
-//! multi-threaded runtime.
+//! `batch-aint-one`: the crate of that name (0.16), in two set-ups.
+//!
+//! Keyed ([`BatchAintOne::start`]): one batch per key in flight like Ferry:
+//! `max_key_concurrency = 1`, the `Immediate` policy (a batch starts as soon
+//! as its key is free), `max_batch_size` from the command line, and its
+//! queue bounds raised to `max_queueing` so that it refuses no more than
+//! Ferry does.
+//!
+//! Unkeyed ([`BatchAintOne::start_unkeyed`]): the crate has no unkeyed
+//! mode, so every input goes to one key, [`ONE_KEY`], and that key may run
+//! as many batches at once as `ferry::Batcher` has slots. The knob is
+//! `Limits::max_key_concurrency`: the crate counts batches in flight per
+//! key (resource acquisition included) and does not bound them across keys,
+//! so on a single key it is the crate's whole concurrency, the counterpart
+//! of `max_in_flight_batches` summed over `ferry::Batcher`'s shards. Under
+//! `Immediate` a batch starts whenever an item waits and fewer than that
+//! many batches run, so batches grow only while every slot is busy, as
+//! `ferry::Batcher`'s do with a zero delay. Each batch is one
+//! [`Store::apply_unkeyed`].
+//!
+//! Either way its worker and batches run on a tokio multi-threaded runtime.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -13,12 +28,16 @@ use std::sync::Arc;
 use batch_aint_one::{BatchError, Batcher, BatchingPolicy, Limits, Processor};
 
 use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};
+use crate::systems::{outputs, BatchCounts, Keying, Outcome, Settings, System};
+
+/// The key every input is added with when unkeyed.
+pub const ONE_KEY: u64 = 0;
 
 /// The crate's batcher under load.
 pub struct BatchAintOne {
     batcher: Arc<Batcher<StoreProcessor>>,
     counts: Arc<Counts>,
+    keying: Keying,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -28,11 +47,13 @@ struct Counts {
     inputs: AtomicU64,
 }
 
-/// The batch function: one [`Store::apply`] per batch, nothing to acquire.
+/// The batch function: one [`Store::apply`] per batch (one
+/// [`Store::apply_unkeyed`] when unkeyed), nothing to acquire.
 #[derive(Clone, Debug)]
 struct StoreProcessor {
     store: &'static Store,
     counts: Arc<Counts>,
+    keying: Keying,
 }
 
 impl Processor for StoreProcessor {
@@ -55,14 +76,40 @@ impl Processor for StoreProcessor {
         let count = inputs.count() as u64;
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
         self.counts.inputs.fetch_add(count, Ordering::Relaxed);
-        let applied = self.store.apply(key, count);
-        async move { applied.await.map(|version| outputs(version, count)) }
+        let (store, keying) = (self.store, self.keying);
+        async move {
+            let version = match keying {
+                Keying::Keyed => store.apply(key, count).await?,
+                Keying::Unkeyed => store.apply_unkeyed(count).await?,
+            };
+            Ok(outputs(version, count))
+        }
     }
 }
 
 impl BatchAintOne {
-    /// Starts the batcher on a tokio runtime of `settings.tokio_workers` threads.
+    /// Starts the batcher, one batch per key at once, on a tokio runtime of
+    /// `settings.tokio_workers` threads.
     pub fn start(settings: &Settings, store: &'static Store) -> std::io::Result<Self> {
+        Self::start_with(settings, store, Keying::Keyed, 1)
+    }
+
+    /// Starts it for one unkeyed stream: every input on [`ONE_KEY`], up to
+    /// `slots` batches of it at once (see the module docs).
+    pub fn start_unkeyed(
+        settings: &Settings,
+        slots: usize,
+        store: &'static Store,
+    ) -> std::io::Result<Self> {
+        Self::start_with(settings, store, Keying::Unkeyed, slots)
+    }
+
+    fn start_with(
+        settings: &Settings,
+        store: &'static Store,
+        keying: Keying,
+        key_concurrency: usize,
+    ) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(settings.tokio_workers)
             .thread_name("batch-aint-one")
@@ -71,13 +118,14 @@ impl BatchAintOne {
         let counts = Arc::new(Counts::default());
         let limits = Limits::builder()
             .max_batch_size(settings.max_batch_size)
-            .max_key_concurrency(1)
+            .max_key_concurrency(key_concurrency.max(1))
             .max_key_queued_items(settings.max_queueing)
             .max_items_awaiting_worker(settings.max_queueing)
             .build();
         let processor = StoreProcessor {
             store,
             counts: Arc::clone(&counts),
+            keying,
         };
         // The batcher spawns its worker task on the runtime it is built in.
         let batcher = {
@@ -92,6 +140,7 @@ impl BatchAintOne {
         Ok(Self {
             batcher: Arc::new(batcher),
             counts,
+            keying,
             runtime: Some(runtime),
         })
     }
@@ -101,6 +150,10 @@ impl System for BatchAintOne {
     type Submit = Pin<Box<dyn Future<Output = Outcome>>>;
 
     fn submit(&self, key: u64, input: u64) -> Self::Submit {
+        let key = match self.keying {
+            Keying::Keyed => key,
+            Keying::Unkeyed => ONE_KEY,
+        };
         let batcher = Arc::clone(&self.batcher);
         Box::pin(async move {
             match batcher.add(key, input).await {

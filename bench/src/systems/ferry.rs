@@ -49,7 +49,8 @@ impl FerrySystem {
     }
 }
 
-fn outcome(result: FerryOutcome) -> Outcome {
+/// How the load counts an engine's (or a batcher's) outcome.
+pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
     match result {
         Ok(_) => Outcome::Done,
         Err(FerryError::Refused { .. }) => Outcome::Refused,

@@ -1,5 +1,5 @@
 //! The systems `ferry-load` compares, behind one trait, all on the same
-//! [`Store`](crate::store::Store):
+//! [`Store`](crate::store::Store). Per key (`--mode keyed`, [`SystemKind`]):
 //!
 //! - [`ferry`]: this engine;
 //! - [`single_lock`]: the design Ferry grew from, ported: every lane in one
@@ -7,8 +7,21 @@
 //! - [`batch_aint_one`]: the `batch-aint-one` crate, one batch per key;
 //! - [`unbatched`]: one store round trip per input, serialised per key.
 //!
-//! Every system's batch is the same [`Store::apply`](crate::store::Store::apply):
+//! Every keyed system's batch is the same [`Store::apply`](crate::store::Store::apply):
 //! one read and one conditional write for a whole batch.
+//!
+//! Unkeyed (`--mode unkeyed`, [`UnkeyedKind`]), one stream with no key,
+//! many batches in flight at once:
+//!
+//! - [`batcher`]: this engine's [`ferry::Batcher`](::ferry::Batcher);
+//! - [`batch_aint_one`] again, every input on one key, that key allowed as
+//!   many batches at once as the batcher has slots;
+//! - [`single_lock_fifo`]: one FIFO behind one mutex, shared workers.
+//!
+//! Every unkeyed system's batch is the same
+//! [`Store::apply_unkeyed`](crate::store::Store::apply_unkeyed): a read and
+//! an unconditional append, the same two round trips as a keyed batch. The
+//! `key` those systems are handed by the load is ignored.
 
 use std::fmt;
 use std::future::Future;
@@ -16,8 +29,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 pub mod batch_aint_one;
+pub mod batcher;
 pub mod ferry;
 pub mod single_lock;
+pub mod single_lock_fifo;
 pub mod unbatched;
 
 /// How one input ended, as the load generator counts it.
@@ -110,20 +125,62 @@ pub struct Settings {
     pub max_batch_size: usize,
     /// How long a partial batch may wait for more (ferry, single-lock).
     pub max_batch_delay: Duration,
-    /// Batches in flight at once: per shard for ferry; single-lock runs this
-    /// many workers per shard of the largest shard count measured.
+    /// Batches in flight at once: per shard for ferry and batcher;
+    /// single-lock and single-lock-fifo run this many workers, and unkeyed
+    /// batch-aint-one allows its key this many batches, per shard of the
+    /// largest shard count measured.
     pub max_in_flight: usize,
-    /// Waiting inputs at most: per shard for ferry, in total for
-    /// single-lock, per key for batch-aint-one.
+    /// Waiting inputs at most: per shard for ferry and batcher, in total for
+    /// single-lock and single-lock-fifo, per key for batch-aint-one (in
+    /// total, unkeyed).
     pub max_queueing: usize,
-    /// Tokio worker threads for single-lock and batch-aint-one.
+    /// Tokio worker threads for single-lock, single-lock-fifo and
+    /// batch-aint-one.
     pub tokio_workers: usize,
-    /// Pin ferry's shards to CPUs `0..shards` (when there are that many).
+    /// Pin ferry's (or batcher's) shards to CPUs `0..shards` (when there
+    /// are that many).
     pub pin: bool,
-    /// How long an idle ferry shard polls before it dozes.
+    /// How long an idle ferry or batcher shard polls before it dozes.
     pub spin_before_park: Duration,
-    /// How long an idle ferry shard then dozes before it parks.
+    /// How long an idle ferry or batcher shard then dozes before it parks.
     pub doze_before_park: Duration,
+}
+
+/// What `--mode` compares: per-key batching or one unkeyed stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keying {
+    /// Per-key systems ([`SystemKind`]), batches of one key each.
+    #[default]
+    Keyed,
+    /// Unkeyed systems ([`UnkeyedKind`]), batches of whatever waits.
+    Unkeyed,
+}
+
+impl Keying {
+    /// The name used by `--mode`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Keying::Keyed => "keyed",
+            Keying::Unkeyed => "unkeyed",
+        }
+    }
+}
+
+impl fmt::Display for Keying {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Keying {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        [Keying::Keyed, Keying::Unkeyed]
+            .into_iter()
+            .find(|keying| keying.name() == text)
+            .ok_or_else(|| format!("`{text}`: unknown mode (keyed, unkeyed)"))
+    }
 }
 
 /// The systems by name, as `--compare` spells them.
@@ -178,6 +235,67 @@ impl FromStr for SystemKind {
     }
 }
 
+/// The unkeyed systems by name, as `--compare` spells them with
+/// `--mode unkeyed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnkeyedKind {
+    /// This engine's [`ferry::Batcher`](::ferry::Batcher).
+    Batcher,
+    /// The `batch-aint-one` crate on one key.
+    BatchAintOne,
+    /// One FIFO behind one mutex, shared workers.
+    SingleLockFifo,
+}
+
+impl UnkeyedKind {
+    /// Every unkeyed system, in the order they are run by default.
+    pub const ALL: [UnkeyedKind; 3] = [
+        UnkeyedKind::Batcher,
+        UnkeyedKind::BatchAintOne,
+        UnkeyedKind::SingleLockFifo,
+    ];
+
+    /// The name used by `--compare`, the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnkeyedKind::Batcher => "batcher",
+            UnkeyedKind::BatchAintOne => "batch-aint-one",
+            UnkeyedKind::SingleLockFifo => "single-lock-fifo",
+        }
+    }
+}
+
+impl fmt::Display for UnkeyedKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for UnkeyedKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        UnkeyedKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == text)
+            .ok_or_else(|| {
+                let hint = match text.parse::<SystemKind>() {
+                    Ok(SystemKind::Ferry) => {
+                        "; ferry batches per key, its unkeyed form is `batcher`"
+                    }
+                    Ok(SystemKind::SingleLock) => {
+                        "; single-lock batches per key, its unkeyed form is `single-lock-fifo`"
+                    }
+                    Ok(_) => "; it is compared with --mode keyed",
+                    Err(_) => "",
+                };
+                format!(
+                    "`{text}` is not an unkeyed system (batcher, batch-aint-one, single-lock-fifo){hint}"
+                )
+            })
+    }
+}
+
 /// The outputs of a batch of `count` inputs that started from `version`:
 /// each input gets the version its write produced.
 pub(crate) fn outputs(version: u64, count: u64) -> Vec<u64> {
@@ -194,6 +312,21 @@ mod tests {
             assert_eq!(kind.name().parse::<SystemKind>(), Ok(kind));
         }
         assert!("bogus".parse::<SystemKind>().is_err());
+    }
+
+    #[test]
+    fn unkeyed_names_read_back_and_keyed_ones_are_pointed_elsewhere() {
+        for kind in UnkeyedKind::ALL {
+            assert_eq!(kind.name().parse::<UnkeyedKind>(), Ok(kind));
+        }
+        let ferry = "ferry".parse::<UnkeyedKind>().unwrap_err();
+        assert!(ferry.contains("`batcher`"), "{ferry}");
+        let unbatched = "unbatched".parse::<UnkeyedKind>().unwrap_err();
+        assert!(unbatched.contains("--mode keyed"), "{unbatched}");
+        for keying in [Keying::Keyed, Keying::Unkeyed] {
+            assert_eq!(keying.name().parse::<Keying>(), Ok(keying));
+        }
+        assert!("bogus".parse::<Keying>().is_err());
     }
 
     #[test]

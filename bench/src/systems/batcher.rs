@@ -1,0 +1,85 @@
+//! `batcher`: this engine's unkeyed form, [`ferry::Batcher`] (SPEC §9), its
+//! batch function one [`Store::apply_unkeyed`] per batch.
+//!
+//! Set up like [`ferry`](super::ferry): the same shards, pinning, bounds
+//! and idle stages from the command line, `max_in_flight` batches at once
+//! per shard. The batcher spreads inputs by caller thread (each keeps to
+//! one shard), so here a generator thread is a caller: with fewer
+//! generators than shards, some shards get no work.
+
+use futures::future::Map;
+use futures::FutureExt;
+
+use ferry::{Batcher, FerryError, StartError};
+
+use crate::store::{Store, StoreError};
+use crate::systems::ferry::outcome;
+use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
+
+type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
+
+/// The unkeyed batcher under load.
+#[derive(Debug)]
+pub struct BatcherSystem {
+    batcher: Batcher<u64, u64, StoreError>,
+}
+
+impl BatcherSystem {
+    /// Starts a batcher of `shards` shards on `store`.
+    pub fn start(
+        settings: &Settings,
+        shards: usize,
+        store: &'static Store,
+    ) -> Result<Self, StartError> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let batcher = Batcher::builder()
+            .shards(shards)
+            .pin(settings.pin && shards <= cpus)
+            .max_batch_size(settings.max_batch_size)
+            .max_batch_delay(settings.max_batch_delay)
+            .max_in_flight_batches(settings.max_in_flight)
+            .max_queueing(settings.max_queueing)
+            .spin_before_park(settings.spin_before_park)
+            .doze_before_park(settings.doze_before_park)
+            .start(move |_shard| {
+                move |inputs: Vec<u64>| {
+                    let count = inputs.len() as u64;
+                    let applied = store.apply_unkeyed(count);
+                    async move { applied.await.map(|length| outputs(length, count)) }
+                }
+            })?;
+        Ok(Self { batcher })
+    }
+}
+
+impl System for BatcherSystem {
+    type Submit = Map<ferry::Submit<u64, u64, StoreError>, fn(BatcherOutcome) -> Outcome>;
+
+    /// `key` is ignored: the stream has none.
+    fn submit(&self, _key: u64, input: u64) -> Self::Submit {
+        self.batcher
+            .submit(input)
+            .map(outcome as fn(BatcherOutcome) -> Outcome)
+    }
+
+    fn batch_counts(&self) -> Option<BatchCounts> {
+        let total = self.batcher.stats().total();
+        Some(BatchCounts {
+            batches: total.batches,
+            inputs: total.sent,
+        })
+    }
+
+    fn idle_counts(&self) -> Option<IdleCounts> {
+        let total = self.batcher.stats().total();
+        Some(IdleCounts {
+            dozes: total.dozes,
+            parks: total.parks,
+        })
+    }
+
+    fn close(&mut self) {
+        self.batcher.close();
+        self.batcher.join();
+    }
+}

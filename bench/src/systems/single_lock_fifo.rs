@@ -1,0 +1,297 @@
+//! `single-lock-fifo`: the unkeyed analogue of [`single_lock`](super::single_lock).
+//! One FIFO of waiting inputs behind one `std::sync::Mutex`, shared by every
+//! caller; `workers` tasks on a tokio multi-threaded runtime, each taking up
+//! to `max_batch_size` inputs from the front, running them as one
+//! [`Store::apply_unkeyed`], and answering the callers. Up to `workers`
+//! batches are in flight at once; that is the system's slot count.
+//!
+//! # Waking
+//!
+//! Idle workers wait on one `tokio::sync::Notify`. A worker registers for it
+//! before it looks at the queue, so a wake sent in between is not lost. Who
+//! sends one, and why that is enough for the invariant *while inputs wait,
+//! some worker is running, woken, or timed to look*:
+//!
+//! - an admission that makes the queue non-empty, or fills another whole
+//!   batch (so a second idle worker can take it at once), wakes one;
+//! - a worker that takes a batch and leaves inputs behind wakes one;
+//! - a worker that finishes a batch looks again by itself.
+//!
+//! With a non-zero `max_batch_delay`, a partial batch waits until its
+//! oldest input is that old: one worker at a time (`timer_held`) sleeps
+//! until then, the others wait for a wake, so the deadline does not rouse
+//! every idle worker at once. After [`System::close`] the delay is ignored,
+//! and a worker that finds the queue empty exits.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures::channel::oneshot;
+use futures::future::{Either, Map, Ready};
+use futures::FutureExt;
+use tokio::sync::Notify;
+
+use crate::store::{Store, StoreError};
+use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};
+
+type Answer = Result<u64, StoreError>;
+type Reply = oneshot::Sender<Answer>;
+type Received = Result<Answer, oneshot::Canceled>;
+
+/// The single-lock FIFO under load.
+pub struct SingleLockFifo {
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Wakes idle workers.
+    ready: Notify,
+    store: &'static Store,
+    batch_size_max: usize,
+    batch_delay_max: Duration,
+    queued_max: usize,
+}
+
+struct State {
+    /// Waiting inputs, oldest first; at most `queued_max`.
+    queue: VecDeque<Waiting>,
+    closed: bool,
+    /// Whether a worker is sleeping until the front's delay is up.
+    timer_held: bool,
+    counts: BatchCounts,
+}
+
+struct Waiting {
+    input: u64,
+    reply: Reply,
+    /// When it was admitted; only read, and so only taken, with a delay.
+    admitted: Option<Instant>,
+}
+
+/// A batch taken from the front: inputs and their callers, in order.
+struct Batch {
+    inputs: Vec<u64>,
+    replies: Vec<Reply>,
+}
+
+enum Next {
+    Run(Batch),
+    /// Wait for a wake, or also until this instant (the timer holder).
+    Wait(Option<Instant>),
+    Exit,
+}
+
+impl SingleLockFifo {
+    /// Starts `workers` worker tasks on a tokio runtime of
+    /// `settings.tokio_workers` threads.
+    pub fn start(
+        settings: &Settings,
+        workers: usize,
+        store: &'static Store,
+    ) -> std::io::Result<Self> {
+        assert!(settings.max_batch_size >= 1, "a batch holds an input");
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                closed: false,
+                timer_held: false,
+                counts: BatchCounts::default(),
+            }),
+            ready: Notify::new(),
+            store,
+            batch_size_max: settings.max_batch_size,
+            batch_delay_max: settings.max_batch_delay,
+            queued_max: settings.max_queueing,
+        });
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(settings.tokio_workers)
+            .thread_name("single-lock-fifo")
+            .enable_time()
+            .build()?;
+        let workers = (0..workers.max(1))
+            .map(|_| runtime.spawn(work(Arc::clone(&shared))))
+            .collect();
+        Ok(Self {
+            shared,
+            runtime: Some(runtime),
+            workers,
+        })
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// What a worker does next; `held_timer` says it was the timer holder.
+    fn next(&self, held_timer: bool) -> Next {
+        let mut state = self.lock();
+        if held_timer {
+            state.timer_held = false;
+        }
+        let waiting = state.queue.len();
+        if waiting == 0 {
+            return if state.closed {
+                Next::Exit
+            } else {
+                Next::Wait(None)
+            };
+        }
+        if waiting < self.batch_size_max && !state.closed {
+            if let Some(due) = self.due(&state) {
+                if due > Instant::now() {
+                    if state.timer_held {
+                        return Next::Wait(None);
+                    }
+                    state.timer_held = true;
+                    return Next::Wait(Some(due));
+                }
+            }
+        }
+        let count = waiting.min(self.batch_size_max);
+        let mut batch = Batch {
+            inputs: Vec::with_capacity(count),
+            replies: Vec::with_capacity(count),
+        };
+        for waiting in state.queue.drain(..count) {
+            batch.inputs.push(waiting.input);
+            batch.replies.push(waiting.reply);
+        }
+        state.counts.batches += 1;
+        state.counts.inputs += count as u64;
+        let more = !state.queue.is_empty();
+        drop(state);
+        if more {
+            self.ready.notify_one();
+        }
+        debug_assert!((1..=self.batch_size_max).contains(&batch.inputs.len()));
+        Next::Run(batch)
+    }
+
+    /// When the front's delay is up; `None` without a delay.
+    fn due(&self, state: &State) -> Option<Instant> {
+        let admitted = state.queue.front()?.admitted?;
+        Some(admitted + self.batch_delay_max)
+    }
+
+    async fn run(&self, batch: Batch) {
+        let count = batch.inputs.len() as u64;
+        let result = self
+            .store
+            .apply_unkeyed(count)
+            .await
+            .map(|length| outputs(length, count));
+        match result {
+            Ok(outputs) => {
+                for (reply, output) in batch.replies.into_iter().zip(outputs) {
+                    let _ = reply.send(Ok(output));
+                }
+            }
+            Err(err) => {
+                for reply in batch.replies {
+                    let _ = reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// One worker: take a batch, run it, answer it; wait when none is ready.
+async fn work(shared: Arc<Shared>) {
+    let mut held_timer = false;
+    loop {
+        // Registered before looking, so a wake sent in between counts.
+        let notified = shared.ready.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+
+        let next = shared.next(held_timer);
+        held_timer = matches!(next, Next::Wait(Some(_)));
+        match next {
+            Next::Run(batch) => shared.run(batch).await,
+            Next::Exit => return,
+            Next::Wait(None) => notified.await,
+            Next::Wait(Some(due)) => {
+                let sleep = tokio::time::sleep_until(due.into());
+                tokio::select! {
+                    _ = notified => {}
+                    _ = sleep => {}
+                }
+            }
+        }
+    }
+}
+
+fn outcome(received: Received) -> Outcome {
+    match received {
+        Ok(Ok(_)) => Outcome::Done,
+        Ok(Err(_)) | Err(oneshot::Canceled) => Outcome::Failed,
+    }
+}
+
+impl System for SingleLockFifo {
+    type Submit = Either<Ready<Outcome>, Map<oneshot::Receiver<Answer>, fn(Received) -> Outcome>>;
+
+    /// `key` is ignored: the stream has none.
+    fn submit(&self, _key: u64, input: u64) -> Self::Submit {
+        let shared = &self.shared;
+        let (reply, answer) = oneshot::channel();
+        let admitted = (!shared.batch_delay_max.is_zero()).then(Instant::now);
+        let wake = {
+            let mut state = shared.lock();
+            if state.closed || state.queue.len() >= shared.queued_max {
+                None
+            } else {
+                state.queue.push_back(Waiting {
+                    input,
+                    reply,
+                    admitted,
+                });
+                let waiting = state.queue.len();
+                debug_assert!(waiting <= shared.queued_max);
+                Some(waiting == 1 || waiting.is_multiple_of(shared.batch_size_max))
+            }
+        };
+        match wake {
+            Some(wake) => {
+                if wake {
+                    shared.ready.notify_one();
+                }
+                Either::Right(answer.map(outcome as fn(Received) -> Outcome))
+            }
+            None => Either::Left(futures::future::ready(Outcome::Refused)),
+        }
+    }
+
+    fn batch_counts(&self) -> Option<BatchCounts> {
+        Some(self.shared.lock().counts)
+    }
+
+    fn close(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_waiters();
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        let workers = std::mem::take(&mut self.workers);
+        runtime.block_on(async {
+            for worker in workers {
+                let _ = worker.await;
+            }
+        });
+        runtime.shutdown_background();
+    }
+}
+
+impl Drop for SingleLockFifo {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
