@@ -16,24 +16,63 @@ use crate::engine::Engine;
 pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
 
 /// Default `max_in_flight_batches`.
+///
+/// ```
+/// assert_eq!(ferry::DEFAULT_MAX_IN_FLIGHT_BATCHES, 64);
+/// ```
 pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
 
 /// Default intake queue capacity per shard (never above `max_queueing`).
+///
+/// ```
+/// assert_eq!(ferry::DEFAULT_INTAKE_CAPACITY, 65_536);
+/// ```
 pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
 
 /// How long a shard out of work, or a caller blocked in
 /// [`Engine::submit_blocking`], looks for more before it parks, by default.
 /// About one wake-up's cost on a virtual machine: parking sooner saves
 /// little CPU and loses the next answer's head start.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// assert_eq!(ferry::DEFAULT_SPIN_BEFORE_PARK, Duration::from_micros(50));
+/// ```
 pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 
 /// How long a shard out of work dozes after its spin, by default, before it
 /// parks: long enough to span the gaps between answers of a store a
 /// millisecond away, so a shard serving one does not park between them.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// assert_eq!(ferry::DEFAULT_DOZE_BEFORE_PARK, Duration::from_millis(2));
+/// ```
 pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
 
 /// Why an engine did not start. Start is all or nothing: when it fails, no
 /// shard is left running.
+///
+/// ```
+/// use ferry::{Engine, StartError};
+///
+/// let started = Engine::<u64, u64, u64, String>::builder()
+///     .shards(0)
+///     .pin(false)
+///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
+/// match started {
+///     Err(StartError::Config(err)) => {
+///         assert_eq!(err.field, "shards");
+///         assert_eq!(
+///             StartError::Config(err).to_string(),
+///             "invalid configuration: `shards` must be at least 1 (got 0)"
+///         );
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// ```
 #[derive(Debug)]
 pub enum StartError {
     /// A setting broke its rule.
@@ -88,16 +127,54 @@ impl From<ConfigError> for StartError {
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
 
-/// Marks a [`Builder`] of an [`Engine`]: per-key batching.
+/// Marks a [`Builder`] of an [`Engine`]: per-key batching. Only such a
+/// builder has the per-key settings ([`order`](Builder::order)).
+///
+/// ```
+/// use ferry::{Builder, Engine, Order, PerKey};
+///
+/// let builder: Builder<u64, u32, u32, String, PerKey> = Engine::builder();
+/// let engine = builder
+///     .shards(1)
+///     .pin(false)
+///     .order(Order::by(|x: &u32| i64::from(*x)))
+///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+///     .unwrap();
+/// assert_eq!(engine.submit_blocking(1, 2), Ok(2));
+/// ```
 #[derive(Debug)]
 pub enum PerKey {}
 
 /// Marks a [`Builder`] of a [`Batcher`]: unkeyed batching (no order, no
 /// per-key settings).
+///
+/// ```
+/// use ferry::{Batcher, Builder, Unkeyed};
+///
+/// let builder: Builder<(), u32, u32, String, Unkeyed> = Batcher::builder();
+/// let batcher = builder
+///     .shards(1)
+///     .pin(false)
+///     .start(|_| |inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+///     .unwrap();
+/// assert_eq!(batcher.submit_blocking(2), Ok(2));
+/// ```
 #[derive(Debug)]
 pub enum Unkeyed {}
 
 /// The builder of a [`Batcher`] (see [`Batcher::builder`]).
+///
+/// ```
+/// use ferry::{Batcher, BatcherBuilder};
+///
+/// let builder: BatcherBuilder<String, usize, String> = Batcher::builder().shards(1).pin(false);
+/// let batcher = builder
+///     .start(|_| |lines: Vec<String>| async move {
+///         Ok::<_, String>(lines.iter().map(String::len).collect())
+///     })
+///     .unwrap();
+/// assert_eq!(batcher.submit_blocking("four".to_string()), Ok(4));
+/// ```
 pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 
 /// Configures and starts an [`Engine`] (get one from [`Engine::builder`]) or
@@ -184,12 +261,39 @@ where
 {
     /// Number of shards (threads), at least 1. Default: the CPUs this
     /// process may use. More shards than usable CPUs needs `pin(false)`.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.shards(), 2);
+    /// assert_eq!(engine.stats().shards.len(), 2);
+    /// ```
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards);
         self
     }
 
-    /// The CPU each shard is pinned to, one per shard (default `0..shards`).
+    /// The CPU each shard is pinned to, one per shard (default: the first
+    /// `shards` usable CPUs). Each must be usable by this process. Not
+    /// looked at with `pin(false)`.
+    ///
+    /// ```
+    /// use ferry::{Engine, StartError};
+    ///
+    /// let started = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(2)
+    ///     .cpus([0])
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
+    /// match started {
+    ///     Err(StartError::Config(err)) => assert_eq!(err.field, "cpus"),
+    ///     other => panic!("one CPU for two shards: {other:?}"),
+    /// }
+    /// ```
     pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Self {
         self.cpus = Some(cpus.into_iter().collect());
         self
@@ -200,12 +304,46 @@ where
     /// Pinning assumes those cores are the engine's: on a machine shared
     /// with other busy processes, a pinned shard cannot move away from them
     /// and its latency suffers; `pin(false)` lets the scheduler place it.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// // Unpinned, any number of shards runs, whatever the CPUs.
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(9, 1), Ok(1));
+    /// ```
     pub fn pin(mut self, pin: bool) -> Self {
         self.pin = pin;
         self
     }
 
-    /// Inputs per batch at most (default 64, at least 1).
+    /// Inputs per batch at most (default 64, at least 1). A key with this
+    /// many inputs waiting is full: its batch goes without waiting for the
+    /// delay.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// // Each caller learns the size of the batch that carried its input.
+    /// let engine: Engine<u64, u32, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_size(2)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move {
+    ///         Ok::<_, String>(vec![inputs.len(); inputs.len()])
+    ///     })
+    ///     .unwrap();
+    /// let (a, b) = (engine.submit(1, 10), engine.submit(1, 20));
+    /// // The second input fills the batch, so neither waits a minute.
+    /// let sizes = futures::executor::block_on(async { (a.await, b.await) });
+    /// assert_eq!(sizes, (Ok(2), Ok(2)));
+    /// ```
     pub fn max_batch_size(mut self, size: usize) -> Self {
         self.lanes.max_batch_size = size;
         self
@@ -213,40 +351,161 @@ where
 
     /// Weight per batch at most (default unbounded, at least 1). A batch
     /// always carries at least one input; a heavier input is refused
-    /// `TooHeavy`.
+    /// `TooHeavy`. A key whose waiting inputs weigh this much is full.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .weigh(|n: &u64| *n)
+    ///     .max_batch_weight(4)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move {
+    ///         Ok::<_, String>(vec![inputs.len(); inputs.len()])
+    ///     })
+    ///     .unwrap();
+    /// let (a, b) = (engine.submit(1, 2), engine.submit(1, 2));
+    /// // Together they weigh 4: the batch is full and goes at once.
+    /// let sizes = futures::executor::block_on(async { (a.await, b.await) });
+    /// assert_eq!(sizes, (Ok(2), Ok(2)));
+    /// ```
     pub fn max_batch_weight(mut self, weight: u64) -> Self {
         self.lanes.max_batch_weight = weight;
         self
     }
 
     /// How long a partial batch waits for more, from its oldest input by
-    /// arrival (default 0: send at once).
+    /// arrival (default 0: send at once). A full batch does not wait, and
+    /// close sends what waits at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u32, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_millis(1))
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move {
+    ///         Ok::<_, String>(vec![inputs.len(); inputs.len()])
+    ///     })
+    ///     .unwrap();
+    /// // A lone input goes once it has waited the delay.
+    /// assert_eq!(engine.submit_blocking(1, 10), Ok(1));
+    /// ```
     pub fn max_batch_delay(mut self, delay: Duration) -> Self {
         self.lanes.max_batch_delay = delay;
         self
     }
 
     /// Batches in flight at once per shard, shared by its keys (default 64,
-    /// at least 1).
+    /// at least 1): the shard's slots.
+    ///
+    /// ```
+    /// use ferry::{Engine, StartError};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_in_flight_batches(8)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 1), Ok(1));
+    ///
+    /// let none = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_in_flight_batches(0)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
+    /// assert!(matches!(none, Err(StartError::Config(e)) if e.field == "max_in_flight_batches"));
+    /// ```
     pub fn max_in_flight_batches(mut self, slots: usize) -> Self {
         self.max_in_flight_batches = slots;
         self
     }
 
     /// Waiting inputs per shard at most (default 1,000,000, at least 1).
+    /// Past it, inputs are refused `Full` with the input handed back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, FerryError, Refused};
+    ///
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_queueing(1)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let first = engine.submit(1, 10); // waits for its delay
+    /// match engine.submit_blocking(2, 20) {
+    ///     Err(FerryError::Refused { input, reason: Refused::Full }) => assert_eq!(input, 20),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// engine.close(); // sends what waits
+    /// assert_eq!(futures::executor::block_on(first), Ok(10));
+    /// ```
     pub fn max_queueing(mut self, inputs: usize) -> Self {
         self.lanes.max_queueing = inputs;
         self
     }
 
     /// Total weight of waiting inputs per shard at most (default unbounded,
-    /// at least 1).
+    /// at least 1). Past it, inputs are refused `Full` with the input handed
+    /// back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, FerryError, Refused};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .weigh(|n: &u64| *n)
+    ///     .max_queued_weight(10)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let first = engine.submit(1, 8); // waits, weighing 8
+    /// match engine.submit_blocking(2, 5) {
+    ///     Err(FerryError::Refused { input, reason: Refused::Full }) => assert_eq!(input, 5),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// engine.close();
+    /// assert_eq!(futures::executor::block_on(first), Ok(8));
+    /// ```
     pub fn max_queued_weight(mut self, weight: u64) -> Self {
         self.lanes.max_queued_weight = weight;
         self
     }
 
     /// How much an input weighs (default 1). Called on the caller's thread.
+    ///
+    /// ```
+    /// use ferry::{Engine, FerryError, Refused};
+    ///
+    /// let engine: Engine<u64, Vec<u8>, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .weigh(|bytes: &Vec<u8>| bytes.len() as u64)
+    ///     .max_batch_weight(1024)
+    ///     .start(|_| |_key: u64, inputs: Vec<Vec<u8>>| async move {
+    ///         Ok::<_, String>(inputs.iter().map(Vec::len).collect())
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, vec![0; 10]), Ok(10));
+    /// // No batch could carry it: refused at once, handed back.
+    /// match engine.submit_blocking(1, vec![0; 2000]) {
+    ///     Err(FerryError::Refused { input, reason: Refused::TooHeavy }) => {
+    ///         assert_eq!(input.len(), 2000)
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
     pub fn weigh(mut self, weigh: impl Fn(&I) -> u64 + Send + Sync + 'static) -> Self {
         self.weigh = Some(Arc::new(weigh));
         self
@@ -255,6 +514,25 @@ where
     /// Capacity of each shard's intake queue (default 65,536, never more
     /// than `max_queueing`; at least 1). A full intake refuses with
     /// `Refused::Full`.
+    ///
+    /// ```
+    /// use ferry::{Engine, StartError};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .intake_capacity(1024)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 1), Ok(1));
+    ///
+    /// let none = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .intake_capacity(0)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
+    /// assert!(matches!(none, Err(StartError::Config(e)) if e.field == "intake_capacity"));
+    /// ```
     pub fn intake_capacity(mut self, inputs: usize) -> Self {
         self.intake_capacity = Some(inputs);
         self
@@ -273,6 +551,21 @@ where
     /// microseconds in a virtual machine, whose idle CPUs are slow to wake).
     /// Set it to zero where CPU time is billed or shared with work that does
     /// not yield; raise it when light-load latency matters most.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// // Where idle CPU time is billed: no spin, neither on the shards nor
+    /// // in `submit_blocking`.
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .spin_before_park(Duration::ZERO)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 1), Ok(1));
+    /// ```
     pub fn spin_before_park(mut self, spin: Duration) -> Self {
         self.spin_before_park = spin;
         self
@@ -387,7 +680,31 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// The order of a key's waiting inputs (default [`Order::arrival`]).
+    /// The order of a key's waiting inputs (default [`Order::arrival`]):
+    /// inputs that wait together are sent in ascending rank, ties in
+    /// admission order.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, Order};
+    ///
+    /// // Each caller learns where its input stood in its batch.
+    /// let engine: Engine<u64, i64, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .order(Order::by(|priority: &i64| *priority))
+    ///     .max_batch_size(3)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<i64>| async move {
+    ///         Ok::<_, String>((0..inputs.len()).collect())
+    ///     })
+    ///     .unwrap();
+    /// let (low, high, middle) = (engine.submit(1, 30), engine.submit(1, 10), engine.submit(1, 20));
+    /// let positions = futures::executor::block_on(async {
+    ///     (low.await, high.await, middle.await)
+    /// });
+    /// assert_eq!(positions, (Ok(2), Ok(0), Ok(1)));
+    /// ```
     pub fn order(mut self, order: Order<I>) -> Self {
         self.order = order;
         self
@@ -395,7 +712,31 @@ where
 
     /// Validates the settings and starts the shards. `factory` is called once
     /// on each shard's own thread; the batch function it returns serves that
-    /// shard and need not be `Send`.
+    /// shard and need not be `Send`. Returns once every shard runs, or with
+    /// the first failure and no shard left running.
+    ///
+    /// ```
+    /// use std::cell::Cell;
+    /// use std::rc::Rc;
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_shard| {
+    ///         // Made on the shard's thread and kept there: `Rc` will do.
+    ///         let batches = Rc::new(Cell::new(0_u64));
+    ///         move |_key: u64, inputs: Vec<u64>| {
+    ///             let batches = Rc::clone(&batches);
+    ///             async move {
+    ///                 batches.set(batches.get() + 1);
+    ///                 Ok::<_, String>(inputs)
+    ///             }
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(4, 40), Ok(40));
+    /// ```
     pub fn start<F, B>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
     where
         F: Fn(ShardId) -> B + Send + Sync + 'static,

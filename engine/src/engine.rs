@@ -75,6 +75,17 @@ where
     E: Clone + Send + 'static,
 {
     /// A builder with the defaults of SPEC §3.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_shard| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 5), Ok(5));
+    /// ```
     pub fn builder() -> Builder<K, I, O, E> {
         Builder::default()
     }
@@ -97,6 +108,24 @@ where
     /// the caller's thread. A refusal (`Full`, `TooHeavy`, `Closed`) is ready
     /// at once with the input inside. Dropping the future after admission
     /// does not withdraw the input: it is still sent, its output discarded.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_shard| |_key: u64, inputs: Vec<u64>| async move {
+    ///         Ok::<_, String>(inputs.iter().map(|x| x * 2).collect())
+    ///     })
+    ///     .unwrap();
+    ///
+    /// // Any executor will do; here a tokio current-thread runtime.
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let (key, input) = (7, 21);
+    /// let out = runtime.block_on(async { engine.submit(key, input).await });
+    /// assert_eq!(out, Ok(42));
+    /// ```
     pub fn submit(&self, key: K, input: I) -> Submit<I, O, E> {
         let (index, hash) = route(&key, self.inner.list.len());
         self.inner.submit(index, hash, key, input)
@@ -106,7 +135,7 @@ where
     /// shards (see [`spawn_on`](Self::spawn_on)): if `key` belongs to the
     /// shard this task runs on, the input is admitted directly — no queue,
     /// no channel, no atomic read-modify-write — and answered through a
-    /// single-threaded slot. Otherwise it takes the ordinary path. The
+    /// single-threaded answer cell. Otherwise it takes the ordinary path. The
     /// future is not `Send`: it stays on the thread that made it.
     ///
     /// ```
@@ -155,6 +184,26 @@ where
     ///
     /// # Panics
     /// If `shard` is not one of this engine's (`index() >= shards()`).
+    ///
+    /// ```
+    /// use ferry::{Engine, ShardId};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let (done, ran_on) = futures::channel::oneshot::channel();
+    /// engine
+    ///     .spawn_on(ShardId::new(0), move || async move {
+    ///         // On the shard's thread: state here need not be `Send`.
+    ///         let here = std::rc::Rc::new(std::thread::current().id());
+    ///         let _ = done.send(*here);
+    ///     })
+    ///     .unwrap();
+    /// let shard_thread = futures::executor::block_on(ran_on).unwrap();
+    /// assert_ne!(shard_thread, std::thread::current().id());
+    /// ```
     pub fn spawn_on<F, Fut>(&self, shard: ShardId, task: F) -> Result<(), Refused>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -176,21 +225,79 @@ where
     /// The thread first looks for the outcome for up to the engine's
     /// `spin_before_park`, yielding its CPU between looks, and only then
     /// parks: an answer that comes quickly needs no wake-up.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<&'static str, u32, u32, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: &'static str, inputs: Vec<u32>| async move {
+    ///         Ok::<_, String>(inputs.iter().map(|x| x + 1).collect())
+    ///     })
+    ///     .unwrap();
+    /// let worker = std::thread::spawn(move || engine.submit_blocking("a", 1));
+    /// assert_eq!(worker.join().unwrap(), Ok(2));
+    /// ```
     pub fn submit_blocking(&self, key: K, input: I) -> Outcome<I, O, E> {
         block_on_submit(self.submit(key, input), self.inner.spin_before_park)
     }
 
     /// Gauges and counters of every shard, read without locks.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// engine.submit_blocking(1, 10).unwrap();
+    /// engine.submit_blocking(2, 20).unwrap();
+    /// engine.close();
+    /// engine.join();
+    /// let stats = engine.stats();
+    /// assert_eq!(stats.shards.len(), 2);
+    /// let total = stats.total();
+    /// assert_eq!((total.admitted, total.sent, total.answered), (2, 2, 2));
+    /// assert!(stats.is_quiet());
+    /// ```
     pub fn stats(&self) -> Stats {
         self.inner.stats()
     }
 
     /// The number of shards.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.shards(), 2);
+    /// ```
     pub fn shards(&self) -> usize {
         self.inner.list.len()
     }
 
-    /// The shard that owns `key`.
+    /// The shard that owns `key`: always the same one for the same key
+    /// (see [`route`](crate::route)).
+    ///
+    /// ```
+    /// use ferry::{Engine, ShardId};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let shard: ShardId = engine.shard_of(&7);
+    /// assert!(shard.index() < engine.shards());
+    /// assert_eq!(shard.index(), ferry::route(&7_u64, 2).0);
+    /// ```
     pub fn shard_of(&self, key: &K) -> ShardId {
         ShardId::new(route(key, self.inner.list.len()).0)
     }
@@ -199,11 +306,45 @@ where
     /// back; everything already admitted is still sent (delay ignored) and
     /// answered; then the shard threads exit. Returns at once; see
     /// [`join`](Self::join). Idempotent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, FerryError, Refused};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// // A partial batch would wait a minute for more; close sends it now.
+    /// let waiting = engine.submit(1, 10);
+    /// engine.close();
+    /// assert_eq!(futures::executor::block_on(waiting), Ok(10));
+    /// match engine.submit_blocking(1, 11) {
+    ///     Err(FerryError::Refused { input, reason: Refused::Closed }) => assert_eq!(input, 11),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// engine.join();
+    /// ```
     pub fn close(&self) {
         self.inner.close();
     }
 
     /// Whether [`close`](Self::close) was called.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert!(!engine.is_closed());
+    /// engine.close();
+    /// assert!(engine.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
@@ -211,6 +352,21 @@ where
     /// Blocks until every shard has drained and exited. Call
     /// [`close`](Self::close) first, or it waits for a close from elsewhere.
     /// Called on one of the engine's own shards, it skips that shard.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let answer = engine.submit(3, 30);
+    /// engine.close();
+    /// engine.join();
+    /// // Admitted before close, so answered before the shards exited.
+    /// assert_eq!(futures::executor::block_on(answer), Ok(30));
+    /// ```
     pub fn join(&self) {
         self.inner.join();
     }

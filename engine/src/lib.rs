@@ -33,9 +33,72 @@
 //! engine.join();
 //! ```
 //!
+//! For one undifferentiated stream with no per-key guarantee, [`Batcher`]
+//! batches on the same kind of shards: inputs in admission order, several
+//! batches in flight per shard.
+//!
 //! The guarantees (one in flight per key, order, bounded memory, exactly one
 //! outcome per input, clean close, local faults) are listed in
 //! `docs/architecture.md` with the code that keeps each.
+//!
+//! # The value types
+//!
+//! Besides the handles ([`Engine`], [`Batcher`]), their builders and
+//! futures, `ferry` re-exports the value types its API shows. What a submit
+//! resolves to, [`Outcome`], is the output or a [`FerryError`]; a refusal
+//! says why with [`Refused`] and hands the input back:
+//!
+//! ```
+//! use ferry::{FerryError, Outcome, Refused};
+//!
+//! let refused: Outcome<&str, u32, String> =
+//!     Err(FerryError::Refused { input: "x", reason: Refused::Full });
+//! match refused {
+//!     Err(FerryError::Refused { input, reason: Refused::Full }) => assert_eq!(input, "x"),
+//!     other => panic!("{other:?}"),
+//! }
+//! let failed: FerryError<(), String> = FerryError::Failed("store unavailable".into());
+//! assert_eq!(failed.to_string(), "the batch function failed: store unavailable");
+//! ```
+//!
+//! An [`Order`] ranks a key's inputs, from a closure or from an
+//! implementation of [`Rank`]:
+//!
+//! ```
+//! use ferry::{Order, Rank};
+//!
+//! struct ByDay;
+//! impl Rank<(i64, &'static str)> for ByDay {
+//!     fn rank(&self, event: &(i64, &'static str)) -> i64 {
+//!         event.0
+//!     }
+//! }
+//! assert_eq!(Order::new(ByDay).rank(&(19_000, "deposit")), 19_000);
+//! assert_eq!(Order::by(|day: &i64| *day).rank(&7), 7);
+//! assert_eq!(Order::<u8>::arrival().rank(&7), 0);
+//! ```
+//!
+//! The batch function implements [`BatchFn`]; a shard is named by a
+//! [`ShardId`] and its figures are a [`ShardStats`]; a setting that breaks
+//! its rule is a [`ConfigError`]; [`LanesConfig`] holds a shard's bounds as
+//! one value:
+//!
+//! ```
+//! use ferry::{BatchFn, ConfigError, LanesConfig, ShardId, ShardStats};
+//!
+//! fn is_batch_fn<B: BatchFn<u64, u32, u32, String>>(_: &B) {}
+//! let echo = |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) };
+//! is_batch_fn(&echo);
+//!
+//! let shard = ShardId::new(1);
+//! assert_eq!((shard.index(), shard.to_string()), (1, "shard-1".to_string()));
+//! let figures = ShardStats { admitted: 1, ..ShardStats::default() };
+//! assert_eq!(figures.add(&figures).admitted, 2);
+//!
+//! let bounds = LanesConfig { max_batch_size: 0, ..LanesConfig::default() };
+//! let err: ConfigError = bounds.validate().unwrap_err();
+//! assert_eq!(err.field, "max_batch_size");
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -26,6 +26,14 @@ pub struct Stats {
 
 impl Stats {
     /// The sum over all shards.
+    ///
+    /// ```
+    /// use ferry::{ShardStats, Stats};
+    ///
+    /// let one = ShardStats { admitted: 2, batches: 1, ..ShardStats::default() };
+    /// let stats = Stats { shards: vec![one, one] };
+    /// assert_eq!((stats.total().admitted, stats.total().batches), (4, 2));
+    /// ```
     pub fn total(&self) -> ShardStats {
         self.shards
             .iter()
@@ -34,6 +42,15 @@ impl Stats {
 
     /// Nothing waits, nothing is in flight, and every admitted input was
     /// sent and answered.
+    ///
+    /// ```
+    /// use ferry::{ShardStats, Stats};
+    ///
+    /// let done = ShardStats { admitted: 5, sent: 5, answered: 5, ..ShardStats::default() };
+    /// assert!(Stats { shards: vec![done] }.is_quiet());
+    /// let busy = ShardStats { in_flight: 1, ..done };
+    /// assert!(!Stats { shards: vec![done, busy] }.is_quiet());
+    /// ```
     pub fn is_quiet(&self) -> bool {
         self.shards.iter().all(|s| {
             s.lanes == 0

@@ -2,6 +2,9 @@
 //! engine submit their own shard's keys directly, and other keys through
 //! the ordinary path, with the same guarantees.
 
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
 use ferry::{Engine, FerryError, Refused, ShardId};
 use futures::channel::oneshot;
 use futures::future::join_all;
@@ -107,4 +110,68 @@ fn a_panicking_task_ends_alone() {
         })
         .unwrap();
     assert_eq!(engine.submit_blocking(1, 1), Ok(2));
+}
+
+/// A batch function that submits to its own shard, both when it is called
+/// and while its future runs: the local admissions are stamped with the
+/// shard's clock as they happen, and the shard goes on handing its queue a
+/// time that never goes backwards (debug builds assert it in `Lanes`).
+#[test]
+fn a_batch_function_may_submit_to_its_own_shard() {
+    type Chained = Engine<u64, u64, u64, String>;
+    let handle: Arc<OnceLock<Chained>> = Arc::new(OnceLock::new());
+    let in_batch = Arc::clone(&handle);
+    let engine: Chained = Engine::builder()
+        .shards(1)
+        .pin(false)
+        .max_batch_size(4)
+        .max_batch_delay(Duration::from_micros(200))
+        .start(move |_| {
+            let handle = Arc::clone(&in_batch);
+            move |key: u64, inputs: Vec<u64>| {
+                let engine = handle.get().expect("set before the first submit").clone();
+                // Key 0 forwards each input to key 1 while being called.
+                let forwarded: Vec<_> = if key == 0 {
+                    inputs.iter().map(|&i| engine.submit_local(1, i)).collect()
+                } else {
+                    Vec::new()
+                };
+                async move {
+                    let mut outputs = Vec::with_capacity(inputs.len());
+                    for (n, forwarded) in forwarded.into_iter().enumerate() {
+                        // And again while its future runs, to key 2.
+                        let again = engine
+                            .submit_local(2, inputs[n])
+                            .await
+                            .map_err(|err| err.to_string())?;
+                        outputs.push(forwarded.await.map_err(|err| err.to_string())? + again);
+                    }
+                    if key != 0 {
+                        outputs.extend(inputs.iter().map(|i| i * 10));
+                    }
+                    Ok::<_, String>(outputs)
+                }
+            }
+        })
+        .map_err(|err| err.to_string())
+        .and_then(|engine| {
+            handle
+                .set(engine.clone())
+                .map_err(|_| "set twice".to_string())?;
+            Ok(engine)
+        })
+        .unwrap();
+    let answers: Vec<_> = (1..=20).map(|i| engine.submit(0, i)).collect();
+    for (i, answer) in (1..=20).zip(answers) {
+        let out = futures::executor::block_on(answer);
+        assert_eq!(out.map_err(|err| err.to_string()), Ok(20 * i), "input {i}");
+    }
+    let total = engine.stats().total();
+    assert_eq!(
+        total.admitted_local, 40,
+        "every forwarded input went directly"
+    );
+    // The engine holds itself through the batch function's handle: close
+    // it explicitly.
+    engine.close();
 }

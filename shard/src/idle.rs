@@ -12,17 +12,18 @@
 //! 2. **Doze** (`doze_before_park`): announce sleep through the intake
 //!    (the same handshake as parking, so no wake-up is lost) and block the
 //!    thread on a futex, for at most [`DOZE_LOOK_EVERY`] or until the next
-//!    lane deadline, then give glommio a turn and look again. A dozing
-//!    shard uses no CPU, and a caller or a batch answer wakes it with one
-//!    `futex` call. Glommio does not run while its thread dozes, so the
-//!    timers and I/O of *other* tasks on the shard (its own deadlines are
-//!    waited for exactly) are looked at every `DOZE_LOOK_EVERY`.
-//! 3. **Park**: hand the wait to glommio, which sleeps in `io_uring_enter`
-//!    until an event. Nothing runs until something happens, but each sleep
-//!    costs glommio a process-wide memory barrier (`membarrier`, an
-//!    interrupt to every CPU running a thread of the process) and each
-//!    wake-up an `eventfd` write and an `io_uring` round, far more than a
-//!    futex on a virtual machine.
+//!    lane deadline, then give the runtime (glommio) a turn and look again.
+//!    A dozing shard uses no CPU, and a caller or a batch answer wakes it
+//!    with one `futex` call. The runtime does not run while its thread
+//!    dozes, so the timers and I/O of *other* tasks on the shard (its own
+//!    deadlines are waited for exactly) are looked at every
+//!    `DOZE_LOOK_EVERY`.
+//! 3. **Park**: hand the wait to the runtime (glommio), which sleeps until
+//!    an event; glommio sleeps in `io_uring_enter`. Nothing runs until
+//!    something happens, but with glommio each sleep costs a process-wide
+//!    memory barrier (`membarrier`, an interrupt to every CPU running a
+//!    thread of the process) and each wake-up an `eventfd` write and an
+//!    `io_uring` round, far more than a futex on a virtual machine.
 //!
 //! A shard busy on and off (a store answering every few hundred
 //! microseconds, say) thus stays in the first two stages and never pays
@@ -30,9 +31,10 @@
 //!
 //! Which stages run depends on what the shard waits for ([`Awaiting`]):
 //! with batches out to a store further away than the spin, it does not
-//! spin (it dozes from its last work, for `doze`); with batches that
-//! glommio wakes (their timers or I/O), it does not doze (it spins, then
-//! parks), since glommio would not run while the thread blocks.
+//! spin (it dozes from its last work, for `doze`); with batches that the
+//! runtime (glommio) wakes (their timers or I/O), it does not doze (it
+//! spins, then parks), since the runtime would not run while the thread
+//! blocks.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -42,8 +44,9 @@ use std::time::Duration;
 
 use crate::intake::Intake;
 
-/// The longest a shard dozes in one go, so that glommio (timers and I/O of
-/// other tasks on the thread) gets a turn at least this often.
+/// The longest a shard dozes in one go, so that the runtime (glommio), with
+/// the timers and I/O of other tasks on the thread, gets a turn at least
+/// this often.
 pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
 
 /// What an idle shard does next.
@@ -53,7 +56,7 @@ pub(crate) enum Stage {
     Spin,
     /// Block on a futex for at most this long, then look again.
     Doze(Duration),
-    /// Let glommio park the thread until an event.
+    /// Let the runtime (glommio) park the thread until an event.
     Park,
 }
 
@@ -69,8 +72,9 @@ pub(crate) struct IdlePolicy {
 impl IdlePolicy {
     /// What a shard with `in_flight` batches out, whose batches typically
     /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
-    /// batch was lately woken on the shard's own thread (by glommio's
-    /// reactor: a timer or I/O the batch awaits, or a task of the thread).
+    /// batch was lately woken on the shard's own thread by the runtime
+    /// (glommio): by its reactor, for a timer or I/O the batch awaits, or by
+    /// a task of the thread.
     pub(crate) fn awaiting(
         &self,
         in_flight: usize,
@@ -126,24 +130,26 @@ pub(crate) enum Awaiting {
     /// scheduler, which then keeps threads waiting for a CPU off it: doze
     /// from the start, then park.
     Elsewhere,
-    /// Events glommio delivers on this thread (the batches' timers or I/O):
-    /// glommio must keep running, which it does not while the thread
-    /// dozes. Spin (each look gives glommio a turn), then park.
+    /// Events the runtime (glommio) delivers on this thread (the batches'
+    /// timers or I/O): the runtime must keep running, which it does not
+    /// while the thread dozes. Spin (each look gives the runtime a turn),
+    /// then park.
     Runtime,
 }
 
-/// How long after a batch was last woken by glommio the shard still counts
-/// on glommio's events.
+/// How long after a batch was last woken by the runtime (glommio) the shard
+/// still counts on the runtime's events.
 pub(crate) const RUNTIME_WAKE_MEMORY: Duration = Duration::from_millis(10);
 
-/// Where the shard's thread is, for telling glommio's wake-ups apart.
+/// Where the shard's thread is, for telling the runtime's wake-ups apart.
 const NOT_A_SHARD: u8 = 0;
 /// In the shard's loop: a ring here is the loop's own doing (a batch that
 /// woke another while polled, or `FuturesUnordered` asking to be polled
 /// again after a long turn), not an event from outside.
 const IN_LOOP: u8 = 1;
-/// Out of the loop (glommio's turn, or parked): a ring here comes from
-/// glommio's reactor (a timer or I/O a batch awaits) or another task.
+/// Out of the loop (the runtime's turn, or parked): a ring here comes from
+/// the reactor of the runtime (glommio), for a timer or I/O a batch awaits,
+/// or from another task.
 const OUT_OF_LOOP: u8 = 2;
 /// Rung while out of the loop.
 const RUNG_OUT_OF_LOOP: u8 = 3;
@@ -158,7 +164,7 @@ pub(crate) fn enter_loop() -> bool {
     WHERE.with(|place| place.replace(IN_LOOP) == RUNG_OUT_OF_LOOP)
 }
 
-/// The shard's loop hands this thread to glommio (or parks).
+/// The shard's loop hands this thread to the runtime (glommio), or parks.
 pub(crate) fn leave_loop() {
     WHERE.with(|place| {
         if place.get() == IN_LOOP {

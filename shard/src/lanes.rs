@@ -15,8 +15,8 @@
 //!   batch is a prefix of its lane; a late input goes in the next batch at its
 //!   rank among what is waiting then.
 //! - G3: a batch holds the inputs of one lane, and a lane holds one key.
-//! - G5: a lane exists only while it has waiting inputs or is busy; its slot
-//!   is reused afterwards.
+//! - G5: a lane exists only while it has waiting inputs or is busy; its place
+//!   (its index in storage) is reused afterwards.
 //! - G6: the shard's waiting count and weight never pass their bounds.
 //! - G7: ready lanes are served first come, first served; a lane completed
 //!   with inputs left joins the back of the ready line.
@@ -49,11 +49,13 @@ use crate::refused::{Refusal, Refused};
 
 /// Names one lifetime of one lane: the handle [`Lanes::complete`] takes.
 ///
-/// A slot is reused once its lane is removed; the epoch tells the lifetimes
-/// apart, so a stale id can never complete somebody else's batch.
+/// A lane lives at a *place*, its index in the structure's storage, from
+/// its creation to its removal. A place is reused once its lane is removed;
+/// the epoch tells the lifetimes apart, so a stale id can never complete
+/// somebody else's batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaneId {
-    slot: u32,
+    place: u32,
     epoch: u32,
 }
 
@@ -127,14 +129,15 @@ struct Waiting<T> {
 
 #[derive(Debug)]
 struct Lane<K, T> {
-    /// `None` while the slot is free.
+    /// `None` while the place is free.
     key: Option<K>,
     /// The key's hash, as given at admission (the index re-hashes by it).
     hash: u64,
     epoch: u32,
     state: LaneState,
     inputs: VecDeque<Waiting<T>>,
-    weight_waiting: u64,
+    /// Total weight of `inputs`.
+    waiting_weight: u64,
     /// Arrival and admission number of the oldest waiting input (by arrival,
     /// ties by admission; since arrivals grow with admission, that is the
     /// smallest admission number); meaningless while `inputs` is empty.
@@ -153,22 +156,22 @@ impl<K, T> Lane<K, T> {
             epoch: 0,
             state: LaneState::Waiting,
             inputs: VecDeque::new(),
-            weight_waiting: 0,
+            waiting_weight: 0,
             oldest_arrival_ns: 0,
             oldest_seq: 0,
             arrival_sorted: true,
         }
     }
 
-    fn id(&self, slot: u32) -> LaneId {
+    fn id(&self, place: u32) -> LaneId {
         LaneId {
-            slot,
+            place,
             epoch: self.epoch,
         }
     }
 
     fn is_full(&self, config: &LanesConfig) -> bool {
-        self.inputs.len() >= config.max_batch_size || self.weight_waiting >= config.max_batch_weight
+        self.inputs.len() >= config.max_batch_size || self.waiting_weight >= config.max_batch_weight
     }
 
     fn recompute_oldest(&mut self) {
@@ -209,8 +212,8 @@ struct Deadline {
     seq: u64,
 }
 
-/// A removed lane's buffer is kept with its slot (for the next lane there)
-/// only up to this many inputs. A key's lane lands in whatever slot is free
+/// A removed lane's buffer is kept with its place (for the next lane there)
+/// only up to this many inputs. A key's lane lands in whatever place is free
 /// each time it comes back, so keeping more would let retained memory grow
 /// towards live lanes × the largest burst any key ever had, not follow the
 /// inputs waiting now (G5). Measured by the soak run in docs/benchmarks.md.
@@ -246,12 +249,15 @@ const LANE_CAPACITY_KEPT_MAX: usize = 8;
 pub struct Lanes<K, T> {
     config: LanesConfig,
     delay_ns: u64,
-    slots: Vec<Lane<K, T>>,
-    slots_free: Vec<u32>,
-    /// Slot of each live lane, found by the key's hash.
+    /// Lane storage: a lane is at one place (an index here) for its whole
+    /// life; free places keep their buffers for the next lane.
+    places: Vec<Lane<K, T>>,
+    /// Places whose lane was removed, to be reused first.
+    places_free: Vec<u32>,
+    /// Place of each live lane, found by the key's hash.
     index: HashTable<u32>,
-    /// Ready lanes, first come first served (G7). Holds exactly the lanes in
-    /// state `Ready`.
+    /// Places of the ready lanes, first come first served (G7). Holds
+    /// exactly the lanes in state `Ready`.
     ready: VecDeque<u32>,
     deadlines: VecDeque<Deadline>,
     /// Admission number of the next admitted input.
@@ -282,8 +288,8 @@ where
         Self {
             delay_ns: config.max_batch_delay_ns(),
             config,
-            slots: Vec::new(),
-            slots_free: Vec::new(),
+            places: Vec::new(),
+            places_free: Vec::new(),
             index: HashTable::new(),
             ready: VecDeque::new(),
             deadlines: VecDeque::new(),
@@ -356,9 +362,9 @@ where
         self.promote_due(now_ns);
         let seq = self.seq_next;
         self.seq_next += 1;
-        let slot = self.lane_for(hash, key);
+        let place = self.lane_for(hash, key);
         let delay_ns = self.delay_ns;
-        let lane = &mut self.slots[slot as usize];
+        let lane = &mut self.places[place as usize];
 
         // G2: after every input of rank <= this one, so ties keep admission
         // order. The common case (arrival order) appends at the back.
@@ -381,7 +387,7 @@ where
             lane.oldest_arrival_ns = now_ns;
             lane.oldest_seq = seq;
         }
-        lane.weight_waiting += weight;
+        lane.waiting_weight += weight;
         self.waiting += 1;
         self.waiting_weight += weight;
 
@@ -391,13 +397,13 @@ where
         if delay_ns > 0 {
             self.deadlines.push_back(Deadline {
                 due_ns: now_ns.saturating_add(delay_ns),
-                lane: lane.id(slot),
+                lane: lane.id(place),
                 seq,
             });
         }
         if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
             lane.state = LaneState::Ready;
-            self.ready.push_back(slot);
+            self.ready.push_back(place);
         }
         debug_assert!(self.waiting <= self.config.max_queueing);
         debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
@@ -421,35 +427,35 @@ where
         }
     }
 
-    /// The slot of `key`'s lane, created (waiting, empty) if it has none.
+    /// The place of `key`'s lane, created (waiting, empty) if it has none.
     fn lane_for(&mut self, hash: u64, key: K) -> u32 {
-        let slots = &self.slots;
-        if let Some(&slot) = self.index.find(hash, |&s| {
-            let lane = &slots[s as usize];
+        let places = &self.places;
+        if let Some(&place) = self.index.find(hash, |&p| {
+            let lane = &places[p as usize];
             lane.hash == hash && lane.key.as_ref() == Some(&key)
         }) {
-            return slot;
+            return place;
         }
-        let slot = match self.slots_free.pop() {
-            Some(slot) => slot,
+        let place = match self.places_free.pop() {
+            Some(place) => place,
             None => {
-                let slot = u32::try_from(self.slots.len()).expect("more than 2^32 lanes");
-                self.slots.push(Lane::free());
-                slot
+                let place = u32::try_from(self.places.len()).expect("more than 2^32 lanes");
+                self.places.push(Lane::free());
+                place
             }
         };
-        let lane = &mut self.slots[slot as usize];
+        let lane = &mut self.places[place as usize];
         debug_assert!(lane.key.is_none() && lane.inputs.is_empty());
         lane.key = Some(key);
         lane.hash = hash;
         lane.state = LaneState::Waiting;
         lane.arrival_sorted = true;
-        lane.weight_waiting = 0;
-        let slots = &self.slots;
+        lane.waiting_weight = 0;
+        let places = &self.places;
         self.index
-            .insert_unique(hash, slot, |&s| slots[s as usize].hash);
+            .insert_unique(hash, place, |&p| places[p as usize].hash);
         self.lanes_live += 1;
-        slot
+        place
     }
 
     /// Takes the next ready lane's batch, first come first served, and marks
@@ -501,8 +507,8 @@ where
     ) -> Option<(LaneId, K, R)> {
         let now_ns = self.observe(now);
         self.promote_due(now_ns);
-        let slot = self.ready.pop_front()?;
-        let lane = &mut self.slots[slot as usize];
+        let place = self.ready.pop_front()?;
+        let lane = &mut self.places[place as usize];
         assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
 
         let mut count = 0;
@@ -519,7 +525,7 @@ where
             drain: lane.inputs.drain(..count),
             weight,
         });
-        lane.weight_waiting -= weight;
+        lane.waiting_weight -= weight;
         if !lane.inputs.is_empty() {
             lane.recompute_oldest();
         }
@@ -534,7 +540,7 @@ where
         debug_assert!(count >= 1 && count <= self.config.max_batch_size);
         debug_assert!(count == 1 || weight <= self.config.max_batch_weight);
         Some((
-            lane.id(slot),
+            lane.id(place),
             lane.key.clone().expect("a ready lane has a key"),
             consumed,
         ))
@@ -548,7 +554,7 @@ where
                 break;
             }
             self.deadlines.pop_front();
-            let lane = &mut self.slots[deadline.lane.slot as usize];
+            let lane = &mut self.places[deadline.lane.place as usize];
             // A lane fires at the entry of its oldest waiting input only, not
             // at the entry of an input already sent: otherwise a lane could
             // overtake one that was due before it when `take` comes late.
@@ -558,7 +564,7 @@ where
                     deadline.due_ns
                 );
                 lane.state = LaneState::Ready;
-                self.ready.push_back(deadline.lane.slot);
+                self.ready.push_back(deadline.lane.place);
             }
         }
     }
@@ -575,23 +581,23 @@ where
         let now_ns = self.observe(now);
         // Lanes that fell due while the slots were busy go ahead of this one.
         self.promote_due(now_ns);
-        let slot = lane.slot;
+        let place = lane.place;
         let delay_ns = self.delay_ns;
         let closed = self.closed;
-        let entry = &mut self.slots[slot as usize];
+        let entry = &mut self.places[place as usize];
         assert!(
             entry.epoch == lane.epoch && entry.state == LaneState::Busy,
             "complete() of a lane that is not busy: {lane:?}"
         );
         self.lanes_busy -= 1;
         if entry.inputs.is_empty() {
-            self.remove(slot);
+            self.remove(place);
             return;
         }
         let due = entry.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
         if closed || delay_ns == 0 || due || entry.is_full(&self.config) {
             entry.state = LaneState::Ready;
-            self.ready.push_back(slot);
+            self.ready.push_back(place);
         } else {
             // Its oldest input's deadline entry is still queued (see the
             // module docs), so it will fire.
@@ -600,9 +606,9 @@ where
         }
     }
 
-    fn remove(&mut self, slot: u32) {
-        let lane = &mut self.slots[slot as usize];
-        debug_assert!(lane.inputs.is_empty() && lane.weight_waiting == 0);
+    fn remove(&mut self, place: u32) {
+        let lane = &mut self.places[place as usize];
+        debug_assert!(lane.inputs.is_empty() && lane.waiting_weight == 0);
         let hash = lane.hash;
         lane.key = None;
         lane.epoch = lane.epoch.wrapping_add(1);
@@ -610,13 +616,13 @@ where
         if lane.inputs.capacity() > LANE_CAPACITY_KEPT_MAX {
             lane.inputs = VecDeque::new();
         }
-        match self.index.find_entry(hash, |&s| s == slot) {
+        match self.index.find_entry(hash, |&p| p == place) {
             Ok(found) => {
                 found.remove();
             }
             Err(_) => unreachable!("a live lane is always indexed"),
         }
-        self.slots_free.push(slot);
+        self.places_free.push(place);
         self.lanes_live -= 1;
         if self.lanes_live == 0 {
             // Quiet: nothing can be due, so stale deadlines go at once.
@@ -636,20 +642,20 @@ where
         // promote them: every waiting lane has its oldest input's entry
         // queued. Nothing is admitted any more, so no entry is needed after.
         for deadline in self.deadlines.drain(..) {
-            let lane = &mut self.slots[deadline.lane.slot as usize];
+            let lane = &mut self.places[deadline.lane.place as usize];
             if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
                 lane.state = LaneState::Ready;
-                self.ready.push_back(deadline.lane.slot);
+                self.ready.push_back(deadline.lane.place);
             }
         }
         // Every waiting lane was found above. Should one ever be missed, it
         // still goes in line here: an input left waiting after close would
         // never be answered (G9).
         let mut missed = 0;
-        for (slot, lane) in self.slots.iter_mut().enumerate() {
+        for (place, lane) in self.places.iter_mut().enumerate() {
             if lane.key.is_some() && lane.state == LaneState::Waiting && !lane.inputs.is_empty() {
                 lane.state = LaneState::Ready;
-                self.ready.push_back(slot as u32);
+                self.ready.push_back(place as u32);
                 missed += 1;
             }
         }
@@ -668,7 +674,7 @@ where
         // break the invariant in the module docs: a lane completed before its
         // oldest input is due would wait for a deadline that never fires.
         while let Some(deadline) = self.deadlines.front() {
-            let lane = &self.slots[deadline.lane.slot as usize];
+            let lane = &self.places[deadline.lane.place as usize];
             if !lane.is_stale(deadline) {
                 debug_assert!(
                     lane.state != LaneState::Waiting || lane.oldest_seq == deadline.seq,
@@ -691,8 +697,8 @@ where
     pub fn lane_state(&self, key: &K) -> Option<LaneState> {
         let hash = key_hash(key);
         self.index
-            .find(hash, |&s| self.slots[s as usize].key.as_ref() == Some(key))
-            .map(|&s| self.slots[s as usize].state)
+            .find(hash, |&p| self.places[p as usize].key.as_ref() == Some(key))
+            .map(|&p| self.places[p as usize].state)
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -725,10 +731,10 @@ where
         self.ready.len()
     }
 
-    /// Lane slots allocated, live or free: the high-water mark of lanes alive
+    /// Lane places allocated, live or free: the high-water mark of lanes alive
     /// at once. It does not grow with the number of keys ever seen (G5).
-    pub fn slots_allocated(&self) -> usize {
-        self.slots.len()
+    pub fn places_allocated(&self) -> usize {
+        self.places.len()
     }
 
     /// Deadline entries queued (at most the inputs admitted within one

@@ -1,13 +1,13 @@
 //! The thread-per-core fast path (SPEC §4): a task running on a shard that
 //! submits a key owned by that same shard is admitted directly into the
-//! shard's lanes — no queue, no channel, no atomic operation — and is
-//! answered through a single-threaded slot.
+//! shard's queue — no intake, no channel, no atomic operation — and is
+//! answered through a single-threaded answer cell.
 //!
-//! The shard loop installs a [`LocalShard`] in a thread-local while it runs.
-//! A local submit finds it, checks that it belongs to the same engine and
-//! shard, borrows the shard's core for the one call to `admit`, and nudges
-//! the loop with a local wake. The loop never holds that borrow across an
-//! await, so the borrow cannot collide with it.
+//! The shard's thread installs a [`LocalShard`] in a thread-local while its
+//! loop runs. A local submit finds it, checks that it belongs to the same
+//! engine and shard, borrows the shard's core for the one call to
+//! `admit_local`, and nudges the loop with a local wake. The loop never holds
+//! its own borrow of the core across an await, so the two cannot collide.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -82,9 +82,9 @@ pub(crate) struct Nudge {
 impl Nudge {
     /// Loop side: remember the waker to be woken by.
     pub(crate) fn register(&self, waker: &Waker) {
-        let mut slot = self.waker.borrow_mut();
-        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = Some(waker.clone());
+        let mut registered = self.waker.borrow_mut();
+        if !registered.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *registered = Some(waker.clone());
         }
     }
 
@@ -103,7 +103,9 @@ impl Nudge {
     }
 }
 
-struct Slot<T> {
+/// Where one local answer waits for its caller: the outcome once sent, the
+/// caller's waker, and whether the sender is gone.
+struct AnswerCell<T> {
     outcome: RefCell<Option<T>>,
     waker: RefCell<Option<Waker>>,
     closed: Cell<bool>,
@@ -112,37 +114,37 @@ struct Slot<T> {
 /// The shard's end of a local answer. Dropping it unanswered resolves the
 /// caller's side with `None` (the shard stopped).
 pub struct LocalSender<T> {
-    slot: Rc<Slot<T>>,
+    cell: Rc<AnswerCell<T>>,
 }
 
 /// The caller's end of a local answer: resolves to `Some(outcome)`, or `None`
 /// if the shard dropped the sender unanswered.
 pub(crate) struct LocalReceiver<T> {
-    slot: Rc<Slot<T>>,
+    cell: Rc<AnswerCell<T>>,
 }
 
-/// A single-threaded one-shot answer slot.
+/// A single-threaded one-shot answer cell, as its two ends.
 pub(crate) fn local_channel<T>() -> (LocalSender<T>, LocalReceiver<T>) {
-    let slot = Rc::new(Slot {
+    let cell = Rc::new(AnswerCell {
         outcome: RefCell::new(None),
         waker: RefCell::new(None),
         closed: Cell::new(false),
     });
-    (LocalSender { slot: slot.clone() }, LocalReceiver { slot })
+    (LocalSender { cell: cell.clone() }, LocalReceiver { cell })
 }
 
 impl<T> LocalSender<T> {
     /// Delivers the outcome and wakes the caller.
     pub fn send(self, outcome: T) {
-        *self.slot.outcome.borrow_mut() = Some(outcome);
+        *self.cell.outcome.borrow_mut() = Some(outcome);
         // Drop runs next and wakes the caller.
     }
 }
 
 impl<T> Drop for LocalSender<T> {
     fn drop(&mut self) {
-        self.slot.closed.set(true);
-        if let Some(waker) = self.slot.waker.borrow_mut().take() {
+        self.cell.closed.set(true);
+        if let Some(waker) = self.cell.waker.borrow_mut().take() {
             waker.wake();
         }
     }
@@ -152,14 +154,14 @@ impl<T> Future for LocalReceiver<T> {
     type Output = Option<T>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let slot = &self.slot;
-        if let Some(outcome) = slot.outcome.borrow_mut().take() {
+        let cell = &self.cell;
+        if let Some(outcome) = cell.outcome.borrow_mut().take() {
             return Poll::Ready(Some(outcome));
         }
-        if slot.closed.get() {
+        if cell.closed.get() {
             return Poll::Ready(None);
         }
-        let mut waker = slot.waker.borrow_mut();
+        let mut waker = cell.waker.borrow_mut();
         if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             *waker = Some(cx.waker().clone());
         }

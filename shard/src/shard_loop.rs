@@ -327,12 +327,15 @@ where
     /// each that finished and keeps its callers in `batches.finished`, to be
     /// answered once the released lanes have been looked at.
     fn progress(&mut self) -> bool {
-        let now = self.parts.clock.read();
+        self.parts.clock.read();
         let mut cx = Context::from_waker(&self.parts.wakers.bell);
         let mut any = false;
         while let Poll::Ready(Some((ticket, replies, outcome, started))) =
             self.batches.running.poll_next_unpin(&mut cx)
         {
+            // Not a `now` read before the poll: a batch future may have
+            // admitted an input of its own shard meanwhile, stamped later.
+            let now = self.parts.clock.latest();
             self.batches.took.record(now.saturating_sub(started));
             self.parts.core.borrow_mut().release(ticket, now);
             self.batches.finished.push((replies, outcome));
@@ -349,8 +352,11 @@ where
     /// completed at once, skipping the bookkeeping of the running set. A
     /// pending one joins the set, which polls it again with its own waker.
     fn start_ready(&mut self) {
-        let now = self.parts.clock.latest();
         loop {
+            // The latest reading, taken afresh for every batch: the batch
+            // function may have admitted an input of its own shard, stamped
+            // later than a reading from before it ran.
+            let now = self.parts.clock.latest();
             // The borrow ends with this statement, before the batch function
             // runs: it may submit to its own shard.
             let Some(dispatch) = self.parts.core.borrow_mut().dispatch(now) else {
@@ -375,6 +381,7 @@ where
             match batch.as_mut().poll(&mut cx) {
                 Poll::Ready((ticket, replies, outcome, _)) => {
                     self.batches.took.record(Duration::ZERO);
+                    let now = self.parts.clock.latest();
                     let mut core = self.parts.core.borrow_mut();
                     core.complete(ticket, replies, outcome, now);
                 }

@@ -384,7 +384,7 @@ fn g9_close_refuses_new_inputs_and_sends_everything_waiting_oldest_first() {
         max_batch_delay: us(1_000),
         ..config()
     });
-    // a's slot comes first, but after its first batch its oldest waiting
+    // a's place comes first, but after its first batch its oldest waiting
     // input is newer than b's.
     admit(&mut lanes, "a", 1, us(0));
     admit(&mut lanes, "a", 2, us(0));
@@ -426,12 +426,12 @@ fn completing_a_batch_twice_is_refused_loudly() {
 
 #[test]
 #[should_panic(expected = "not busy")]
-fn a_stale_lane_id_cannot_complete_the_next_lane_in_its_slot() {
+fn a_stale_lane_id_cannot_complete_the_next_lane_in_its_place() {
     let mut lanes = Lanes::new(config());
     admit(&mut lanes, "a", 1, us(0));
     let old = lanes.take(us(0)).unwrap();
     lanes.complete(old.lane, us(0));
-    // "b" reuses a's slot; the old id must not release b's batch.
+    // "b" reuses a's place; the old id must not release b's batch.
     admit(&mut lanes, "b", 2, us(1));
     let _new = lanes.take(us(1)).unwrap();
     lanes.complete(old.lane, us(1));

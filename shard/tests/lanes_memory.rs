@@ -3,7 +3,7 @@
 //! Waves of distinct keys (1,000,000 in all, none seen twice) go through
 //! admit, take and complete until every lane is quiet. After each wave the
 //! structure holds no lane and no waiting input, and what it keeps allocated
-//! (lane slots, deadline entries) is the same after the last wave as after
+//! (lane places, deadline entries) is the same after the last wave as after
 //! the first: it is sized by the peak of live lanes, not by the keys seen.
 
 use std::time::Duration;
@@ -89,15 +89,15 @@ fn g5_a_million_distinct_keys_leave_no_lane_and_no_growth() {
         assert_eq!(lanes.busy(), 0, "wave {wave}");
         assert_eq!(lanes.ready(), 0, "wave {wave}");
         assert_eq!(lanes.next_deadline(), None, "wave {wave}");
-        let kept = (lanes.slots_allocated(), lanes.deadlines_queued());
+        let kept = (lanes.places_allocated(), lanes.deadlines_queued());
         assert!(
             kept.0 <= KEYS_LIVE_MAX as usize,
-            "wave {wave}: {} slots for at most {KEYS_LIVE_MAX} live lanes",
+            "wave {wave}: {} places for at most {KEYS_LIVE_MAX} live lanes",
             kept.0
         );
         match after_first_wave {
             None => after_first_wave = Some(kept),
-            Some(first) => assert_eq!(kept, first, "wave {wave}: slots and deadline entries kept"),
+            Some(first) => assert_eq!(kept, first, "wave {wave}: places and deadline entries kept"),
         }
     }
     assert_eq!(WAVES * KEYS_PER_WAVE, 1_000_000);

@@ -1,6 +1,6 @@
 //! `Lanes` against a deliberately plain model, step by step.
 //!
-//! The model below knows nothing of slots, hash tables, epochs or deadline
+//! The model below knows nothing of places, hash tables, epochs or deadline
 //! queues: it keeps every waiting input of the shard in one `Vec`, the busy
 //! keys in another and the ready line in a third, and answers every question
 //! by a linear scan. It is written from the spec (SPEC §1, §2) so that the two
