@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
 use crate::config::LanesConfig;
 use crate::error::FerryError;

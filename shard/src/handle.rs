@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
@@ -389,7 +389,9 @@ impl<I, O, E> Future for Answer<I, O, E> {
             Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
             // The shard dropped the reply without answering: it stopped (its
             // thread died) with the input admitted.
-            Poll::Ready(Err(oneshot::Canceled)) => Poll::Ready(Err(FerryError::Aborted)),
+            Poll::Ready(Err(oneshot::error::RecvError { .. })) => {
+                Poll::Ready(Err(FerryError::Aborted))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

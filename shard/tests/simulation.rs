@@ -49,8 +49,9 @@ use std::sync::Mutex;
 
 use ferry_shard::parts::{BatchOutcome, LaneId, Lanes, ShardCore, Submission, Waiter};
 use ferry_shard::{key_hash, FerryError};
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
+use sim::answer::{try_answer, Dropped};
 use sim::reference::Reference;
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
@@ -372,7 +373,7 @@ impl Sim {
                     arrival.weight
                 );
                 if caller_waits {
-                    match answer.try_recv() {
+                    match try_answer(&mut answer) {
                         Ok(Some(Err(FerryError::Refused { input, reason: got }))) => {
                             ensure!(
                                 input == arrival.input,
@@ -402,7 +403,7 @@ impl Sim {
             None => {
                 if !admitted {
                     let said = if caller_waits {
-                        format!("{:?}", answer.try_recv())
+                        format!("{:?}", try_answer(&mut answer))
                     } else {
                         "(caller gone)".to_string()
                     };
@@ -415,7 +416,7 @@ impl Sim {
                 }
                 if caller_waits {
                     ensure!(
-                        matches!(answer.try_recv(), Ok(None)),
+                        matches!(try_answer(&mut answer), Ok(None)),
                         "G4: input {id} answered at admission"
                     );
                     self.callers.insert(id, answer);
@@ -613,7 +614,7 @@ impl Sim {
             let Some(mut answer) = self.callers.remove(&id) else {
                 continue;
             };
-            let got = match answer.try_recv() {
+            let got = match try_answer(&mut answer) {
                 Ok(Some(got)) => got,
                 Ok(None) => {
                     return Err(format!(
@@ -621,7 +622,7 @@ impl Sim {
                         running.batch
                     ))
                 }
-                Err(oneshot::Canceled) => {
+                Err(Dropped) => {
                     return Err(format!(
                         "G4: input {id}'s reply dropped without an answer (batch {} ended {:?})",
                         running.batch, running.plan
@@ -739,8 +740,9 @@ impl Sim {
             }
             let nth = self.rng.below(self.callers.len());
             let (&id, answer) = self.callers.iter_mut().nth(nth).expect("in range");
+            let answer: &mut Answer = answer;
             ensure!(
-                matches!(answer.try_recv(), Ok(None)),
+                matches!(try_answer(answer), Ok(None)),
                 "G4: input {id} answered before its batch completed"
             );
         }

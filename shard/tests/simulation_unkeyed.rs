@@ -38,6 +38,8 @@
 //!
 //! A failing seed prints the one command that replays it.
 
+#[path = "sim/answer.rs"]
+mod answer;
 #[path = "sim/rng.rs"]
 mod rng;
 #[path = "sim/unkeyed_reference.rs"]
@@ -50,8 +52,9 @@ use std::time::Duration;
 
 use ferry_shard::parts::{BatchOutcome, Fifo, Reply, ShardCore, Submission, Waiter};
 use ferry_shard::{FerryError, LanesConfig, Refused};
-use futures::channel::oneshot;
+use tokio::sync::oneshot;
 
+use answer::{try_answer, Dropped};
 use rng::Rng;
 use unkeyed_reference::{Bounds, Reference};
 
@@ -543,7 +546,7 @@ impl Sim {
                 );
                 if caller_waits {
                     ensure!(
-                        matches!(answer.try_recv(), Ok(None)),
+                        matches!(try_answer(&mut answer), Ok(None)),
                         "G4: input {id} answered at admission"
                     );
                     self.callers.insert(id, answer);
@@ -571,7 +574,7 @@ impl Sim {
         if !caller_waits {
             return Ok(());
         }
-        match answer.try_recv() {
+        match try_answer(&mut answer) {
             Ok(Some(Err(FerryError::Refused { input, reason }))) => {
                 ensure!(
                     input == arrival.input,
@@ -711,7 +714,7 @@ impl Sim {
             let Some(mut answer) = self.callers.remove(&id) else {
                 continue;
             };
-            let got = match answer.try_recv() {
+            let got = match try_answer(&mut answer) {
                 Ok(Some(got)) => got,
                 Ok(None) => {
                     return Err(format!(
@@ -719,7 +722,7 @@ impl Sim {
                         running.batch
                     ))
                 }
-                Err(oneshot::Canceled) => {
+                Err(Dropped) => {
                     return Err(format!(
                         "G4: input {id}'s reply dropped without an answer (batch {} ended {:?})",
                         running.batch, running.plan
@@ -754,8 +757,9 @@ impl Sim {
             }
             let nth = self.rng.below(self.callers.len());
             let (&id, answer) = self.callers.iter_mut().nth(nth).expect("in range");
+            let answer: &mut Answer = answer;
             ensure!(
-                matches!(answer.try_recv(), Ok(None)),
+                matches!(try_answer(answer), Ok(None)),
                 "G4/G10: input {id} answered before its batch completed"
             );
         }

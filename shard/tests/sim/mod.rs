@@ -1,6 +1,7 @@
 //! The pieces of the shard simulation: a seeded generator, the scenario a
 //! seed plays, and the independent reference it is checked against.
 
+pub mod answer;
 pub mod reference;
 pub mod rng;
 pub mod scenario;
