@@ -21,10 +21,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ferry_shard::{Outcome, ShardId};
+use ferry_shard::{Outcome, Runtime, ShardId};
 
-use crate::config::{BatcherBuilder, Plan, StartError};
+use crate::config::{BatcherBuilder, Plan};
 use crate::shards::{block_on_submit, Shards, UnkeyedShards};
+use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::Submit;
 
@@ -154,15 +155,34 @@ where
         BatcherBuilder::default()
     }
 
-    pub(crate) fn start<F, B>(plan: Plan<I>, factory: F) -> Result<Self, StartError>
+    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<B, FE>> + 'static,
         B: ferry_shard::BatchFn<(), I, O, E> + 'static,
+        FE: Send + 'static,
     {
         Ok(Self {
             inner: Arc::new(Shards::start(plan, factory)?),
             spread: Arc::new(Spread::new()),
         })
+    }
+
+    /// The runtime the shards run on: `Glommio` or `Tokio`.
+    ///
+    /// ```
+    /// use ferry::{Batcher, Runtime};
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .runtime(Runtime::Tokio)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(batcher.runtime(), Runtime::Tokio);
+    /// ```
+    pub fn runtime(&self) -> Runtime {
+        self.inner.runtime()
     }
 
     /// Submits `input` and returns a future of its own outcome. Callable

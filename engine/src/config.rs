@@ -7,10 +7,14 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_shard::{BatchFn, ConfigError, LanesConfig, Order, ShardId};
+use std::convert::Infallible;
+use std::future::Future;
+
+use ferry_shard::{usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId};
 
 use crate::batcher::Batcher;
 use crate::engine::Engine;
+use crate::start_error::StartError;
 
 /// Weighs an input (default: 1 per input).
 pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
@@ -51,78 +55,6 @@ pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 /// assert_eq!(ferry::DEFAULT_DOZE_BEFORE_PARK, Duration::from_millis(2));
 /// ```
 pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
-
-/// Why an engine did not start. Start is all or nothing: when it fails, no
-/// shard is left running.
-///
-/// ```
-/// use ferry::{Engine, StartError};
-///
-/// let started = Engine::<u64, u64, u64, String>::builder()
-///     .shards(0)
-///     .pin(false)
-///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
-/// match started {
-///     Err(StartError::Config(err)) => {
-///         assert_eq!(err.field, "shards");
-///         assert_eq!(
-///             StartError::Config(err).to_string(),
-///             "invalid configuration: `shards` must be at least 1 (got 0)"
-///         );
-///     }
-///     other => panic!("{other:?}"),
-/// }
-/// ```
-#[derive(Debug)]
-pub enum StartError {
-    /// A setting broke its rule.
-    Config(ConfigError),
-    /// A shard thread could not be started (the OS refused a thread).
-    Spawn {
-        /// The shard that failed.
-        shard: ShardId,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// A shard's runtime could not run on this machine, or its batch
-    /// function's factory panicked.
-    Runtime {
-        /// The shard that failed.
-        shard: ShardId,
-        /// Why, and what to change.
-        reason: String,
-    },
-}
-
-impl fmt::Display for StartError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StartError::Config(err) => err.fmt(f),
-            StartError::Spawn { shard, source } => {
-                write!(f, "could not start {shard}: {source}")
-            }
-            StartError::Runtime { shard, reason } => {
-                write!(f, "could not start {shard}: {reason}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for StartError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StartError::Config(err) => Some(err),
-            StartError::Spawn { source, .. } => Some(source),
-            StartError::Runtime { .. } => None,
-        }
-    }
-}
-
-impl From<ConfigError> for StartError {
-    fn from(err: ConfigError) -> Self {
-        StartError::Config(err)
-    }
-}
 
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
@@ -217,6 +149,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     doze_before_park: Duration,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
+    runtime: Runtime,
     _types: PhantomData<Types<K, O, E, M>>,
 }
 
@@ -233,6 +166,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             doze_before_park: DEFAULT_DOZE_BEFORE_PARK,
             order: Order::arrival(),
             weigh: None,
+            runtime: Runtime::Auto,
             _types: PhantomData,
         }
     }
@@ -608,6 +542,31 @@ where
         self
     }
 
+    /// The runtime of the shards' threads (default [`Runtime::Auto`]:
+    /// glommio where it can start, tokio where it cannot — a container
+    /// whose seccomp profile refuses io_uring, a host with
+    /// `kernel.io_uring_disabled`, a locked-memory limit below glommio's
+    /// need). Asked for explicitly, `Runtime::Glommio` that cannot start
+    /// is a [`StartError::Runtime`] saying what refused it and how to lift
+    /// it. [`Engine::runtime`] tells which one runs.
+    ///
+    /// ```
+    /// use ferry::{Engine, Runtime};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .runtime(Runtime::Tokio)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.runtime(), Runtime::Tokio);
+    /// assert_eq!(engine.submit_blocking(1, 2), Ok(2));
+    /// ```
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = runtime;
+        self
+    }
+
     fn plan(self) -> Result<Plan<I>, ConfigError> {
         self.lanes.validate()?;
         if self.max_in_flight_batches == 0 {
@@ -669,6 +628,7 @@ where
             doze_before_park: self.doze_before_park,
             order: self.order,
             weigh: self.weigh,
+            runtime: self.runtime,
         })
     }
 }
@@ -742,6 +702,59 @@ where
         F: Fn(ShardId) -> B + Send + Sync + 'static,
         B: BatchFn<K, I, O, E> + 'static,
     {
+        self.try_start(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
+    }
+
+    /// Like [`start`](Self::start), with a factory that may await and fail:
+    /// it runs on each shard's own thread, on that shard's runtime, so it
+    /// can connect a per-core store client there (which need not be
+    /// `Send`). Returns once every shard has its batch function, or with
+    /// the first shard's failure ([`StartError::Factory`],
+    /// [`StartError::FactoryPanicked`]) and every shard stopped and joined.
+    ///
+    /// ```
+    /// use ferry::{Engine, ShardId, StartError};
+    ///
+    /// async fn connect(shard: ShardId) -> Result<String, String> {
+    ///     Ok(format!("connection of {shard}"))
+    /// }
+    ///
+    /// let engine: Engine<u64, u64, String, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .try_start(|shard| async move {
+    ///         let client = std::rc::Rc::new(connect(shard).await?);
+    ///         Ok::<_, String>(move |_key: u64, inputs: Vec<u64>| {
+    ///             let client = client.clone();
+    ///             async move { Ok::<_, String>(inputs.iter().map(|_| client.to_string()).collect()) }
+    ///         })
+    ///     })
+    ///     .unwrap();
+    /// assert!(engine.submit_blocking(1, 1).unwrap().starts_with("connection of shard"));
+    ///
+    /// let refused = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .try_start(|shard| async move {
+    ///         if shard.index() == 1 {
+    ///             return Err("no route to the store");
+    ///         }
+    ///         Ok(|_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     });
+    /// match refused {
+    ///     Err(StartError::Factory { shard, error }) => {
+    ///         assert_eq!((shard.index(), error), (1, "no route to the store"));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn try_start<F, Fut, B, FE>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError<FE>>
+    where
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<B, FE>> + 'static,
+        B: BatchFn<K, I, O, E> + 'static,
+        FE: Send + 'static,
+    {
         let plan = self.plan()?;
         Engine::start(plan, factory)
     }
@@ -773,12 +786,53 @@ where
     where
         F: Fn(ShardId) -> B + Send + Sync + 'static,
         B: Fn(Vec<I>) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Vec<O>, E>>,
+        Fut: Future<Output = Result<Vec<O>, E>>,
+    {
+        self.try_start(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
+    }
+
+    /// Like [`start`](Self::start), with a factory that may await and fail,
+    /// run on each shard's own thread (see [`Builder::try_start`] of an
+    /// engine: the same all-or-nothing start).
+    ///
+    /// ```
+    /// use ferry::{Batcher, StartError};
+    ///
+    /// let failed = Batcher::<u32, u32, String>::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .try_start(|shard| async move {
+    ///         if shard.index() == 0 {
+    ///             panic!("the store's address is missing");
+    ///         }
+    ///         Ok::<_, String>(|inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     });
+    /// match failed {
+    ///     Err(StartError::FactoryPanicked { shard, message }) => {
+    ///         assert_eq!(shard.index(), 0);
+    ///         assert!(message.contains("address is missing"));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn try_start<F, MakeFut, B, Fut, FE>(
+        self,
+        factory: F,
+    ) -> Result<Batcher<I, O, E>, StartError<FE>>
+    where
+        F: Fn(ShardId) -> MakeFut + Send + Sync + 'static,
+        MakeFut: Future<Output = Result<B, FE>> + 'static,
+        B: Fn(Vec<I>) -> Fut + 'static,
+        Fut: Future<Output = Result<Vec<O>, E>>,
+        FE: Send + 'static,
     {
         let plan = self.plan()?;
         Batcher::start(plan, move |shard| {
-            let batch = factory(shard);
-            move |(): (), inputs: Vec<I>| batch(inputs)
+            let making = factory(shard);
+            async move {
+                let batch = making.await?;
+                Ok(move |(): (), inputs: Vec<I>| batch(inputs))
+            }
         })
     }
 }
@@ -794,19 +848,5 @@ pub(crate) struct Plan<I> {
     pub doze_before_park: Duration,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
-}
-
-/// The CPUs this process may run on, in ascending order.
-fn usable_cpus() -> Vec<usize> {
-    match glommio::CpuSet::online() {
-        Ok(set) => {
-            let mut cpus: Vec<usize> = set.into_iter().map(|location| location.cpu).collect();
-            cpus.sort_unstable();
-            cpus.dedup();
-            let allowed = std::thread::available_parallelism().map_or(cpus.len(), |n| n.get());
-            cpus.truncate(allowed.max(1));
-            cpus
-        }
-        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
-    }
+    pub runtime: Runtime,
 }

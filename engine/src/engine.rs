@@ -3,11 +3,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ferry_shard::{KeyedShard, Outcome, Refused, ShardId};
+use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
 
-use crate::config::{Builder, Plan, StartError};
+use crate::config::{Builder, Plan};
 use crate::route::route;
 use crate::shards::{block_on_submit, KeyedShards, Shards};
+use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::{LocalSubmit, Submit};
 
@@ -90,15 +91,34 @@ where
         Builder::default()
     }
 
-    pub(crate) fn start<F, B>(plan: Plan<I>, factory: F) -> Result<Self, StartError>
+    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<B, FE>> + 'static,
         B: ferry_shard::BatchFn<K, I, O, E> + 'static,
+        FE: Send + 'static,
     {
         let inner = Shards::start(plan, factory)?;
         Ok(Self {
             inner: Arc::new(inner),
         })
+    }
+
+    /// The runtime the shards run on: `Glommio` or `Tokio` (what
+    /// [`Runtime::Auto`] chose, or what was asked for).
+    ///
+    /// ```
+    /// use ferry::{Engine, Runtime};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert!(matches!(engine.runtime(), Runtime::Glommio | Runtime::Tokio));
+    /// ```
+    pub fn runtime(&self) -> Runtime {
+        self.inner.runtime()
     }
 
     /// Submits `input` for `key` and returns a future of its own outcome.

@@ -107,21 +107,23 @@ mod config;
 mod engine;
 mod route;
 mod shards;
+mod start_error;
 mod stats;
 mod submit;
 
 pub use batcher::Batcher;
 pub use config::{
-    BatcherBuilder, Builder, PerKey, StartError, Unkeyed, DEFAULT_DOZE_BEFORE_PARK,
-    DEFAULT_INTAKE_CAPACITY, DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
+    BatcherBuilder, Builder, PerKey, Unkeyed, DEFAULT_DOZE_BEFORE_PARK, DEFAULT_INTAKE_CAPACITY,
+    DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
 };
 pub use engine::Engine;
 pub use route::route;
+pub use start_error::StartError;
 pub use stats::Stats;
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, ShardId,
+    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, Runtime, ShardId,
     ShardStats,
 };
 

@@ -8,9 +8,12 @@ use std::thread::ThreadId;
 use std::time::Duration;
 
 use ferry_shard::parts::{Queue, Waiter};
-use ferry_shard::{BatchFn, FerryError, Order, Refused, Shard, ShardConfig, ShardId};
+use std::future::Future;
 
-use crate::config::{Plan, StartError, Weigh};
+use ferry_shard::{BatchFn, FerryError, Order, Refused, Runtime, Shard, ShardConfig, ShardId};
+
+use crate::config::{Plan, Weigh};
+use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::Submit;
 
@@ -25,6 +28,9 @@ pub(crate) type KeyedShards<K, I, O, E> =
 /// A batcher's shards: one stream on each.
 pub(crate) type UnkeyedShards<I, O, E> = Shards<ferry_shard::parts::Fifo<Waiter<I, O, E>>, I, O, E>;
 
+/// Shards as they are started, in order.
+type ShardList<Q, I, O, E> = Vec<Shard<Q, I, O, E>>;
+
 /// The running shards of one engine or batcher.
 pub(crate) struct Shards<Q, I, O, E>
 where
@@ -37,6 +43,8 @@ where
     /// How long `submit_blocking` looks for its outcome before it parks.
     pub(crate) spin_before_park: Duration,
     threads: Vec<ThreadId>,
+    /// The runtime the shards run on (`Glommio` or `Tokio`).
+    runtime: Runtime,
 }
 
 impl<Q, I, O, E> Shards<Q, I, O, E>
@@ -47,53 +55,92 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// Starts every shard and waits until each runs its loop. All or
-    /// nothing: if one cannot start, those already running are closed and
-    /// joined before the error is returned.
-    pub(crate) fn start<F, B>(plan: Plan<I>, factory: F) -> Result<Self, StartError>
+    /// Starts every shard on the runtime the plan asks for and waits until
+    /// each runs its loop with its batch function. All or nothing: if one
+    /// cannot start, those already running are closed and joined before
+    /// the error is returned. With `Runtime::Auto`, a glommio that fails
+    /// as its shards start (a seccomp profile refusing io_uring cannot be
+    /// seen before) is given up for tokio.
+    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<B, FE>> + 'static,
         B: BatchFn<Q::Key, I, O, E> + 'static,
+        FE: Send + 'static,
     {
         let factory = Arc::new(factory);
+        let first = ShardId::new(0);
+        let runtime =
+            plan.runtime
+                .choose(plan.cpus.len())
+                .map_err(|reason| StartError::Runtime {
+                    shard: first,
+                    reason,
+                })?;
+        let (list, runtime) = match Self::start_on(&plan, runtime, &factory) {
+            Err(StartError::Runtime { .. })
+                if plan.runtime == Runtime::Auto && runtime == Runtime::Glommio =>
+            {
+                (
+                    Self::start_on(&plan, Runtime::Tokio, &factory)?,
+                    Runtime::Tokio,
+                )
+            }
+            started => (started?, runtime),
+        };
+        Ok(Self {
+            threads: list.iter().map(Shard::thread).collect(),
+            list,
+            runtime,
+            order: plan.order,
+            weigh: plan.weigh,
+            max_batch_weight: plan.lanes.max_batch_weight,
+            spin_before_park: plan.spin_before_park,
+        })
+    }
+
+    /// Starts every shard on `runtime`; on the first failure, stops them
+    /// all (dropping the handles closes and joins) and says why.
+    fn start_on<F, Fut, B, FE>(
+        plan: &Plan<I>,
+        runtime: Runtime,
+        factory: &Arc<F>,
+    ) -> Result<ShardList<Q, I, O, E>, StartError<FE>>
+    where
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<B, FE>> + 'static,
+        B: BatchFn<Q::Key, I, O, E> + 'static,
+        FE: Send + 'static,
+    {
         let engine = ENGINE_IDS.fetch_add(1, Relaxed);
         let mut list = Vec::with_capacity(plan.cpus.len());
         let mut starting = Vec::with_capacity(plan.cpus.len());
         let mut failure = None;
         for (index, cpu) in plan.cpus.iter().copied().enumerate() {
-            let config = plan.shard_config(ShardId::new(index), engine, cpu);
-            match Shard::start(config, Arc::clone(&factory)) {
-                Ok((shard, started)) => {
-                    list.push(shard);
-                    starting.push(started);
+            let shard = ShardId::new(index);
+            let config = plan.shard_config(shard, engine, cpu, runtime);
+            match Shard::start(config, Arc::clone(factory)) {
+                Ok((started, ready)) => {
+                    list.push(started);
+                    starting.push(ready);
                 }
                 Err(source) => {
-                    let shard = ShardId::new(index);
                     failure = Some(StartError::Spawn { shard, source });
                     break;
                 }
             }
         }
-        for (shard, started) in list.iter().zip(starting) {
-            if let Err(reason) = started.wait() {
-                failure.get_or_insert(StartError::Runtime {
-                    shard: shard.id(),
-                    reason,
-                });
+        for (shard, ready) in list.iter().zip(starting) {
+            if let Err(why) = ready.wait() {
+                failure.get_or_insert(StartError::of_shard(shard.id(), why));
             }
         }
-        let shards = Self {
-            threads: list.iter().map(Shard::thread).collect(),
-            list,
-            order: plan.order,
-            weigh: plan.weigh,
-            max_batch_weight: plan.lanes.max_batch_weight,
-            spin_before_park: plan.spin_before_park,
-        };
         match failure {
-            // Dropping closes and joins whatever did start.
-            Some(err) => Err(err),
-            None => Ok(shards),
+            Some(err) => {
+                stop(&list);
+                Err(err)
+            }
+            None => Ok(list),
         }
     }
 
@@ -142,6 +189,11 @@ where
         self.list.iter().all(Shard::is_closed)
     }
 
+    /// The runtime the shards run on.
+    pub(crate) fn runtime(&self) -> Runtime {
+        self.runtime
+    }
+
     /// Waits for every shard's thread but the caller's own.
     pub(crate) fn join(&self) {
         for shard in &self.list {
@@ -167,6 +219,19 @@ where
         if !self.threads.contains(&std::thread::current().id()) {
             self.join();
         }
+    }
+}
+
+/// Closes and joins shards that started, before an error is returned.
+fn stop<Q, I, O, E>(list: &[Shard<Q, I, O, E>])
+where
+    Q: Queue<Waiter<I, O, E>>,
+{
+    for shard in list {
+        shard.close();
+    }
+    for shard in list {
+        shard.join();
     }
 }
 
@@ -205,11 +270,13 @@ impl<I> Plan<I> {
         id: ShardId,
         engine: usize,
         cpu: Option<usize>,
+        runtime: Runtime,
     ) -> ShardConfig {
         ShardConfig {
             id,
             engine,
             cpu,
+            runtime,
             lanes: self.lanes.clone(),
             max_in_flight_batches: self.max_in_flight_batches,
             intake_capacity: self.intake_capacity,

@@ -22,6 +22,7 @@ use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::local::LocalSender;
 use crate::queue::Queue;
+use crate::refused::Refused;
 use crate::stats::ShardStats;
 
 /// What a caller finally receives.
@@ -298,6 +299,21 @@ where
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
         if self.spare_replies.len() < SPARE_REPLIES_MAX {
             self.spare_replies.push(replies);
+        }
+    }
+
+    /// The shard stops for good (its thread is dying): every input still
+    /// waiting is refused `Closed`, handed back to its caller, never sent.
+    /// Batches in flight are not touched; their callers learn `Aborted`
+    /// when the batches are dropped.
+    pub fn refuse_waiting(&mut self) {
+        for (input, reply) in self.queue.drain_waiting() {
+            self.stats.refused += 1;
+            self.stats.admitted -= 1;
+            reply.send(Err(FerryError::Refused {
+                input,
+                reason: Refused::Closed,
+            }));
         }
     }
 

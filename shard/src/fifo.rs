@@ -377,6 +377,27 @@ impl<T> Fifo<T> {
         Some(oldest.arrival_ns.saturating_add(self.delay_ns))
     }
 
+    /// Closes the queue and hands out everything waiting, oldest first: for
+    /// a shard that stops with inputs it never sent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Fifo;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// fifo.admit('a', 1, Duration::ZERO).unwrap();
+    /// fifo.admit('b', 1, Duration::ZERO).unwrap();
+    /// assert_eq!(fifo.drain_waiting(), vec!['a', 'b']);
+    /// assert_eq!((fifo.waiting(), fifo.waiting_weight()), (0, 0));
+    /// assert!(fifo.is_closed());
+    /// ```
+    pub fn drain_waiting(&mut self) -> Vec<T> {
+        self.close();
+        self.weight_waiting = 0;
+        self.inputs.drain(..).map(|queued| queued.item).collect()
+    }
+
     /// Closes the queue (SPEC G9): nothing new is admitted, and whatever
     /// waits is ready at once, its delay ignored. Idempotent.
     ///

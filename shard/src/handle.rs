@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::mpsc;
@@ -14,6 +15,7 @@ use std::task::{Context, Poll};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use crate::batch_fn::BatchFn;
@@ -21,10 +23,12 @@ use crate::clock::Clock;
 use crate::config::LanesConfig;
 use crate::core::{Outcome, ShardCore, Submission, Waiter};
 use crate::error::FerryError;
+use crate::executor::Executor;
 use crate::idle::{Alarm, Bell, IdlePolicy};
 use crate::intake::Intake;
 use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
 use crate::on_glommio::Glommio;
+use crate::on_tokio::Tokio;
 use crate::queue::Queue;
 use crate::refused::{Refusal, Refused};
 use crate::runtime::Runtime;
@@ -56,6 +60,9 @@ pub struct ShardConfig {
     pub engine: usize,
     /// The CPU to pin its thread to, or `None` to leave it unbound.
     pub cpu: Option<usize>,
+    /// The runtime of its thread: `Glommio` or `Tokio` (`Auto` is chosen
+    /// before, with [`Runtime::choose`]; here it means glommio).
+    pub runtime: Runtime,
     /// Bounds of its queue.
     pub lanes: LanesConfig,
     /// Batches in flight at once (slots).
@@ -87,24 +94,32 @@ where
     _queue: PhantomData<fn() -> Q>,
 }
 
+/// Why a shard did not come up.
+#[derive(Debug)]
+pub enum StartFailure<F> {
+    /// Its runtime could not run on this thread: why, and how to fix it.
+    Runtime(String),
+    /// Its factory returned this error.
+    Factory(F),
+    /// Its factory panicked, with this message.
+    FactoryPanicked(String),
+}
+
 /// A shard whose thread runs and is making its batch function; see
 /// [`Starting::wait`].
 #[must_use = "a shard is only known to run once `wait` says so"]
-pub struct Starting {
-    id: ShardId,
-    ready: mpsc::Receiver<Result<(), String>>,
+pub struct Starting<F> {
+    ready: mpsc::Receiver<Result<(), StartFailure<F>>>,
 }
 
-impl Starting {
+impl<F> Starting<F> {
     /// Blocks until the shard has its batch function and runs its loop, or
-    /// says why it could not (its runtime could not start, or the factory
-    /// panicked).
-    pub fn wait(self) -> Result<(), String> {
+    /// says why it could not.
+    pub fn wait(self) -> Result<(), StartFailure<F>> {
         match self.ready.recv() {
             Ok(result) => result,
-            Err(mpsc::RecvError) => Err(format!(
-                "{} stopped while starting (its batch function's factory panicked)",
-                self.id
+            Err(mpsc::RecvError) => Err(StartFailure::FactoryPanicked(
+                "the shard's thread ended before it started".to_string(),
             )),
         }
     }
@@ -118,13 +133,18 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// Starts the shard's thread. `factory` is called once, on that thread,
-    /// to make the batch function that serves this shard; [`Starting::wait`]
-    /// tells when it did.
-    pub fn start<F, B>(config: ShardConfig, factory: Arc<F>) -> std::io::Result<(Self, Starting)>
+    /// Starts the shard's thread on `config.runtime`. `factory` is called
+    /// once, on that thread, and awaited there, to make the batch function
+    /// that serves this shard; [`Starting::wait`] tells whether it did.
+    pub fn start<F, Fut, B, FE>(
+        config: ShardConfig,
+        factory: Arc<F>,
+    ) -> std::io::Result<(Self, Starting<FE>)>
     where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<B, FE>> + 'static,
         B: BatchFn<Q::Key, I, O, E> + 'static,
+        FE: Send + 'static,
     {
         let intake = Arc::new(Intake::new(config.intake_capacity));
         let counters = Arc::new(ShardCounters::default());
@@ -135,7 +155,17 @@ where
             std::thread::Builder::new()
                 .name(format!("ferry-{}", config.id))
                 .spawn(move || {
-                    serve::<Glommio, Q, I, O, E, F, B>(config, intake, counters, factory, ready_tx)
+                    let ready = Ready(ready_tx);
+                    match config.runtime {
+                        Runtime::Tokio => serve::<Tokio, Q, I, O, E, F, Fut, B, FE>(
+                            config, intake, counters, factory, ready,
+                        ),
+                        Runtime::Glommio | Runtime::Auto => {
+                            serve::<Glommio, Q, I, O, E, F, Fut, B, FE>(
+                                config, intake, counters, factory, ready,
+                            )
+                        }
+                    }
                 })?
         };
         let shard = Self {
@@ -147,13 +177,7 @@ where
             join: Mutex::new(Some(thread)),
             _queue: PhantomData,
         };
-        Ok((
-            shard,
-            Starting {
-                id: config.id,
-                ready,
-            },
-        ))
+        Ok((shard, Starting { ready }))
     }
 
     /// Hands an input (with its key's `hash`, its `rank` and `weight`,
@@ -293,31 +317,49 @@ where
     }
 }
 
+/// Tells the starting engine how the shard came up, once.
+struct Ready<F>(mpsc::Sender<Result<(), StartFailure<F>>>);
+
+impl<F> Ready<F> {
+    fn send(&self, result: Result<(), StartFailure<F>>) {
+        // The engine may have stopped waiting (another shard failed).
+        let _ = self.0.send(result);
+    }
+}
+
 /// The body of a shard's thread: the runtime, the batch function, the loop.
-fn serve<R, Q, I, O, E, F, B>(
+#[allow(clippy::too_many_arguments)]
+fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     config: ShardConfig,
     intake: SharedIntake<Q::Key, I, O, E>,
     counters: Arc<ShardCounters>,
     factory: Arc<F>,
-    ready: mpsc::Sender<Result<(), String>>,
+    ready: Ready<FE>,
 ) where
-    R: Runtime,
+    R: Executor,
     Q: Queue<Waiter<I, O, E>> + 'static,
     Q::Key: Send + 'static,
     I: Send + 'static,
     O: Send + 'static,
     E: Clone + Send + 'static,
-    F: Fn(ShardId) -> B,
+    F: Fn(ShardId) -> Fut,
+    Fut: Future<Output = Result<B, FE>>,
     B: BatchFn<Q::Key, I, O, E> + 'static,
 {
-    let _closing = CloseOnExit(&intake);
+    let _closing = CloseOnExit {
+        intake: &intake,
+        counters: &counters,
+    };
     let name = format!("ferry-{}", config.id);
     let ran = R::run(&name, config.cpu, async {
-        let batch_fn = factory(config.id);
+        let Some(batch_fn) = make_batch_fn(&*factory, config.id, &ready).await else {
+            return;
+        };
         let core: SharedCore<Q, I, O, E> = Rc::new(RefCell::new(ShardCore::new(
             config.lanes.clone(),
             config.max_in_flight_batches,
         )));
+        let _farewell = Farewell(Rc::clone(&core));
         let clock = Rc::new(Clock::start());
         let wakers = Wakers {
             nudge: Rc::new(Nudge::default()),
@@ -330,42 +372,109 @@ fn serve<R, Q, I, O, E, F, B>(
             nudge: Rc::clone(&wakers.nudge),
             clock: Rc::clone(&clock),
         });
-        let idle = IdlePolicy {
-            spin: config.spin_before_park,
-            doze: config.doze_before_park,
-        };
         let parts = Parts {
             core,
             intake: Arc::clone(&intake),
-            counters,
+            counters: Arc::clone(&counters),
             batch_fn,
             clock,
             wakers,
-            idle,
+            idle: IdlePolicy {
+                spin: config.spin_before_park,
+                doze: config.doze_before_park,
+            },
         };
-        let _ = ready.send(Ok(()));
+        ready.send(Ok(()));
         ShardLoop::<R, Q, I, O, E, B>::new(parts).run().await;
     });
     if let Err(reason) = ran {
-        let _ = ready.send(Err(reason));
+        ready.send(Err(StartFailure::Runtime(reason)));
+    }
+}
+
+/// Calls and awaits the factory on the shard's thread; reports its error or
+/// panic to the starting engine (and returns `None`).
+async fn make_batch_fn<F, Fut, B, FE>(factory: &F, id: ShardId, ready: &Ready<FE>) -> Option<B>
+where
+    F: Fn(ShardId) -> Fut,
+    Fut: Future<Output = Result<B, FE>>,
+{
+    let made = match std::panic::catch_unwind(AssertUnwindSafe(|| factory(id))) {
+        Ok(making) => AssertUnwindSafe(making).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    match made {
+        Ok(Ok(batch_fn)) => Some(batch_fn),
+        Ok(Err(error)) => {
+            ready.send(Err(StartFailure::Factory(error)));
+            None
+        }
+        Err(panic) => {
+            ready.send(Err(StartFailure::FactoryPanicked(panic_message(&*panic))));
+            None
+        }
+    }
+}
+
+/// The message a panic carried, if it was a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(message) = panic.downcast_ref::<&str>() {
+        (*message).to_string()
+    } else if let Some(message) = panic.downcast_ref::<String>() {
+        message.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// When the shard's loop ends for any reason, every input still waiting in
+/// its queue goes back to its caller, refused `Closed` (never sent). After
+/// a normal exit nothing waits. If user code that runs on the shard (the
+/// key's `Eq` or `Clone`, a `Drop`) panics, the thread unwinds through here
+/// (G4): only callers whose batch was in flight learn `Aborted`, when
+/// their batch is dropped.
+struct Farewell<Q, I, O, E>(SharedCore<Q, I, O, E>)
+where
+    Q: Queue<Waiter<I, O, E>>,
+    E: Clone;
+
+impl<Q, I, O, E> Drop for Farewell<Q, I, O, E>
+where
+    Q: Queue<Waiter<I, O, E>>,
+    E: Clone,
+{
+    fn drop(&mut self) {
+        // The loop's borrows end before the unwinding reaches here.
+        if let Ok(mut core) = self.0.try_borrow_mut() {
+            core.refuse_waiting();
+        }
     }
 }
 
 /// Closes and empties the intake when the shard's thread ends for any
-/// reason. After a normal exit the intake is already sealed and empty. If
-/// user code that runs on the shard (the key's `Eq` or `Clone`, a `Drop`)
-/// panics, the thread unwinds through here: callers already queued get
-/// `Aborted` (their reply is dropped unanswered), later ones
-/// `Refused::Closed`, and nobody waits on a shard that is gone (G4).
-struct CloseOnExit<'a, T>(&'a Intake<T>);
+/// reason, and marks the shard stopped. After a normal exit the intake is
+/// already sealed and empty. Otherwise every input still in it goes back
+/// to its caller, refused `Closed`, and later pushes are refused at the
+/// door: nobody waits on a shard that is gone (G4).
+struct CloseOnExit<'a, K, I, O, E> {
+    intake: &'a Intake<Inbound<K, I, O, E>>,
+    counters: &'a ShardCounters,
+}
 
-impl<T> Drop for CloseOnExit<'_, T> {
+impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     fn drop(&mut self) {
-        let intake = self.0;
+        let intake = self.intake;
         intake.close();
         loop {
             while let Some(inbound) = intake.pop() {
-                drop(inbound);
+                if let Inbound::Submit(submission) = inbound {
+                    self.counters.count_refused_at_intake();
+                    let refused = FerryError::Refused {
+                        input: submission.input,
+                        reason: Refused::Closed,
+                    };
+                    let _ = submission.reply.send(Err(refused));
+                }
             }
             if intake.is_sealed() && intake.is_empty() {
                 break;
@@ -373,6 +482,7 @@ impl<T> Drop for CloseOnExit<'_, T> {
             // A pusher is between registering and deregistering: nanoseconds.
             std::thread::yield_now();
         }
+        self.counters.mark_stopped();
     }
 }
 

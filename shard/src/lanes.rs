@@ -630,6 +630,50 @@ where
         }
     }
 
+    /// Closes the structure and hands out every waiting input, in no
+    /// particular order: for a shard that stops with inputs it never sent
+    /// (they go back to their callers). Lanes without a batch in flight are
+    /// removed; busy ones stay until their batch completes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// lanes.admit("a", 1, 0, 1, Duration::ZERO).unwrap();
+    /// let busy = lanes.take(Duration::ZERO).unwrap();
+    /// lanes.admit("a", 2, 0, 1, Duration::ZERO).unwrap();
+    /// lanes.admit("b", 3, 0, 1, Duration::ZERO).unwrap();
+    /// let mut left = lanes.drain_waiting();
+    /// left.sort();
+    /// assert_eq!(left, vec![2, 3]);
+    /// assert_eq!((lanes.waiting(), lanes.lanes()), (0, 1), "a's batch is still out");
+    /// lanes.complete(busy.lane, Duration::ZERO);
+    /// assert_eq!(lanes.lanes(), 0);
+    /// ```
+    pub fn drain_waiting(&mut self) -> Vec<T> {
+        self.close();
+        let mut drained = Vec::with_capacity(self.waiting);
+        for place in 0..self.places.len() {
+            let lane = &mut self.places[place];
+            if lane.key.is_none() {
+                continue;
+            }
+            drained.extend(lane.inputs.drain(..).map(|waiting| waiting.item));
+            lane.waiting_weight = 0;
+            if lane.state != LaneState::Busy {
+                self.remove(place as u32);
+            }
+        }
+        self.ready.clear();
+        self.deadlines.clear();
+        self.waiting = 0;
+        self.waiting_weight = 0;
+        debug_assert_eq!(self.lanes_live, self.lanes_busy, "only busy lanes are left");
+        drained
+    }
+
     /// Closes the structure (SPEC G9): nothing new is admitted, and every
     /// waiting lane is ready at once, its delay ignored. Idempotent.
     pub fn close(&mut self) {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::runtime::{LocalTask, Runtime};
+use crate::executor::{Executor, LocalTask};
+use crate::runtime::glommio_failure;
 
 /// Memory glommio sets aside for registered I/O buffers. Ferry does no
 /// glommio file I/O of its own, and the default (10 MiB) would not fit a
@@ -15,7 +16,7 @@ const IO_MEMORY: usize = 256 << 10;
 /// Glommio's executor (io_uring based).
 pub(crate) struct Glommio;
 
-impl Runtime for Glommio {
+impl Executor for Glommio {
     type Timer = glommio::timer::Timer;
 
     fn run<F>(name: &str, cpu: Option<usize>, shard: F) -> Result<(), String>
@@ -30,12 +31,7 @@ impl Runtime for Glommio {
             .name(name)
             .io_memory(IO_MEMORY)
             .make()
-            .map_err(|err| {
-                format!(
-                    "glommio could not start: {err} (it needs io_uring and at least 512 KiB \
-                     of locked memory: see `ulimit -l`)"
-                )
-            })?;
+            .map_err(|err| glommio_failure(&err))?;
         executor.run(shard);
         Ok(())
     }

@@ -80,6 +80,9 @@ pub trait Queue<T> {
     /// Admits nothing more; everything waiting becomes ready (G9).
     fn close(&mut self);
 
+    /// Closes, and hands out everything waiting (never sent).
+    fn drain_waiting(&mut self) -> Vec<T>;
+
     /// No later than when something waiting becomes due, if anything can.
     fn next_deadline(&mut self) -> Option<Duration>;
 
@@ -145,6 +148,10 @@ where
 
     fn close(&mut self) {
         Lanes::close(self);
+    }
+
+    fn drain_waiting(&mut self) -> Vec<T> {
+        Lanes::drain_waiting(self)
     }
 
     fn next_deadline(&mut self) -> Option<Duration> {
@@ -214,6 +221,10 @@ impl<T> Queue<T> for Fifo<T> {
 
     fn close(&mut self) {
         Fifo::close(self);
+    }
+
+    fn drain_waiting(&mut self) -> Vec<T> {
+        Fifo::drain_waiting(self)
     }
 
     fn next_deadline(&mut self) -> Option<Duration> {

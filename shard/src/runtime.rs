@@ -1,56 +1,168 @@
-//! The seam between a shard and the runtime of its thread: everything the
-//! shard loop needs from an executor, and nothing more.
+//! Which runtime runs the shards (SPEC §4.1), and whether glommio can run
+//! here at all.
 //!
-//! - run the shard's future on a thread of its own, pinned to its CPU;
-//! - a timer, for the earliest lane deadline;
-//! - spawn a task beside the loop (tasks sent with `spawn_on`);
-//! - its waker, to park the loop until an event (the wake-up from other
-//!   threads goes through the intake, which wakes that waker).
-//!
-//! A yield is not part of it: waking one's own waker and returning
-//! `Pending` once gives every single-threaded executor's other tasks a turn.
-//!
-//! Implemented for glommio in `on_glommio.rs`.
+//! Glommio needs io_uring and some locked memory. A default container
+//! refuses the first (Docker's and containerd's seccomp profiles block
+//! `io_uring_setup`; hardened hosts set `kernel.io_uring_disabled`) or
+//! grants too little of the second (64 KiB is a common default). Tokio
+//! needs neither. So `Auto` takes glommio where it can start and tokio
+//! where it cannot, and an explicit `Glommio` that cannot start says which
+//! limit or policy refused it and how to lift it.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::fmt;
 
-/// A task to run beside the shard loop.
-pub(crate) type LocalTask = Pin<Box<dyn Future<Output = ()>>>;
+use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
-/// What a shard needs from the executor of its thread.
-pub(crate) trait Runtime: 'static {
-    /// Fires once, after the wait it was made with (its output is not
-    /// looked at).
-    type Timer: Future + Unpin;
+/// The locked memory glommio needs per shard: its registered I/O buffers
+/// (`IO_MEMORY` in `on_glommio.rs`) and room for its rings.
+pub(crate) const GLOMMIO_MEMLOCK_PER_SHARD: u64 = 512 << 10;
 
-    /// Builds an executor on the calling thread (a thread made for the
-    /// shard `name`), pinned to `cpu` if given, and runs `shard` on it to
-    /// completion. `Err` says why no executor could run here.
-    fn run<F>(name: &str, cpu: Option<usize>, shard: F) -> Result<(), String>
-    where
-        F: Future<Output = ()>;
-
-    /// A timer that fires after `wait`.
-    fn timer(wait: Duration) -> Self::Timer;
-
-    /// Runs `task` on this thread beside the loop.
-    fn spawn_local(task: LocalTask);
+/// The runtime of the shards' threads.
+///
+/// ```
+/// use ferry_shard::Runtime;
+///
+/// assert_eq!(Runtime::default(), Runtime::Auto);
+/// assert_eq!(Runtime::Tokio.to_string(), "tokio");
+/// // What Auto gives on this machine: glommio, or tokio where it cannot run.
+/// let chosen = Runtime::Auto.choose(2).unwrap();
+/// assert!(matches!(chosen, Runtime::Glommio | Runtime::Tokio));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Runtime {
+    /// Glommio where it can start, else tokio.
+    #[default]
+    Auto,
+    /// A glommio `LocalExecutor` per shard (io_uring, locked memory).
+    Glommio,
+    /// A tokio current-thread runtime with a `LocalSet` per shard.
+    Tokio,
 }
 
-/// Gives the other tasks of this thread a turn, once.
-pub(crate) async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx: &mut Context<'_>| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Runtime::Auto => "auto",
+            Runtime::Glommio => "glommio",
+            Runtime::Tokio => "tokio",
+        })
+    }
+}
+
+impl Runtime {
+    /// The runtime to start `shards` shards on: `Tokio` as asked; `Glommio`
+    /// if nothing known refuses it here (else why, and how to fix it);
+    /// `Auto` is glommio under the same check, else tokio. Raises the soft
+    /// locked-memory limit towards the hard one when glommio needs it and
+    /// the hard limit allows.
+    ///
+    /// A seccomp filter cannot be seen before io_uring is tried: glommio
+    /// may still fail when its shards start, and then says so.
+    pub fn choose(self, shards: usize) -> Result<Runtime, String> {
+        match self {
+            Runtime::Tokio => Ok(Runtime::Tokio),
+            Runtime::Glommio => glommio_refusal(shards).map_or(Ok(Runtime::Glommio), Err),
+            Runtime::Auto => Ok(match glommio_refusal(shards) {
+                None => Runtime::Glommio,
+                Some(_) => Runtime::Tokio,
+            }),
         }
-    })
-    .await
+    }
+}
+
+/// Why glommio cannot run `shards` shards here, if something known says so.
+fn glommio_refusal(shards: usize) -> Option<String> {
+    io_uring_disabled().or_else(|| memlock_short(shards))
+}
+
+/// `kernel.io_uring_disabled`: 1 lets only a chosen group use io_uring, 2
+/// nobody. (Root passes at 1, but a shard is not assumed to run as root.)
+fn io_uring_disabled() -> Option<String> {
+    let value = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").ok()?;
+    match value.trim() {
+        "0" | "" => None,
+        other => Some(format!(
+            "io_uring is turned off on this host (kernel.io_uring_disabled = {other}); \
+             glommio needs it: run `sysctl kernel.io_uring_disabled=0`, or use Runtime::Tokio \
+             (Runtime::Auto does so by itself)"
+        )),
+    }
+}
+
+/// Whether the locked-memory limit is below glommio's need for `shards`
+/// shards, after raising the soft limit as far as the hard one allows.
+fn memlock_short(shards: usize) -> Option<String> {
+    let need = GLOMMIO_MEMLOCK_PER_SHARD.saturating_mul(shards.max(1) as u64);
+    let limit = getrlimit(Resource::Memlock);
+    let soft = limit.current.unwrap_or(u64::MAX);
+    if soft >= need {
+        return None;
+    }
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    if hard >= need {
+        let raised = Rlimit {
+            current: Some(need),
+            maximum: limit.maximum,
+        };
+        if setrlimit(Resource::Memlock, raised).is_ok() {
+            return None;
+        }
+    }
+    Some(memlock_message(soft, hard, need, shards))
+}
+
+/// What to tell a user whose glommio executor failed to start with `err`.
+pub(crate) fn glommio_failure(err: &dyn fmt::Display) -> String {
+    format!(
+        "glommio could not start: {err}. It needs io_uring, which Docker's and containerd's \
+         default seccomp profiles refuse (run with a profile that allows io_uring_setup, \
+         io_uring_enter and io_uring_register) and which kernel.io_uring_disabled turns off, \
+         and {} KiB of locked memory per shard (`ulimit -l`); or use Runtime::Tokio \
+         (Runtime::Auto does so by itself)",
+        GLOMMIO_MEMLOCK_PER_SHARD >> 10
+    )
+}
+
+pub(crate) fn memlock_message(soft: u64, hard: u64, need: u64, shards: usize) -> String {
+    let kib = |bytes: u64| {
+        if bytes == u64::MAX {
+            "unlimited".to_string()
+        } else {
+            format!("{} KiB", bytes >> 10)
+        }
+    };
+    format!(
+        "the locked-memory limit is {} (hard limit {}), and glommio needs {} for {shards} \
+         shard(s): raise it (`ulimit -l {}`; Docker `--ulimit memlock={need}`; systemd \
+         `LimitMEMLOCK={need}`), or use Runtime::Tokio (Runtime::Auto does so by itself)",
+        kib(soft),
+        kib(hard),
+        kib(need),
+        need >> 10,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokio_is_always_chosen_as_asked() {
+        assert_eq!(Runtime::Tokio.choose(64), Ok(Runtime::Tokio));
+    }
+
+    #[test]
+    fn the_memlock_message_names_the_limit_and_every_way_to_lift_it() {
+        let message = memlock_message(64 << 10, 64 << 10, 1 << 20, 2);
+        for needle in [
+            "64 KiB",
+            "1024 KiB",
+            "ulimit -l 1024",
+            "--ulimit memlock=1048576",
+            "LimitMEMLOCK=1048576",
+            "Runtime::Tokio",
+        ] {
+            assert!(message.contains(needle), "{needle} in {message}");
+        }
+    }
 }

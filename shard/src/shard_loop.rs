@@ -38,7 +38,7 @@
 //! borrows the core between awaits, never across one.
 //!
 //! Everything the loop needs from its thread's executor goes through
-//! [`Runtime`] (`runtime.rs`).
+//! [`Executor`] (`executor.rs`).
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -56,11 +56,11 @@ use futures::FutureExt;
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::core::{BatchOutcome, Reply, ShardCore, Waiter};
+use crate::executor::{self, Executor};
 use crate::handle::{Inbound, SharedIntake};
 use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
 use crate::queue::Queue;
-use crate::runtime::{self, Runtime};
 use crate::stats::ShardCounters;
 
 /// Inputs admitted per round at most, so completions and timers are looked
@@ -135,7 +135,7 @@ where
 /// One shard's loop and everything it keeps from round to round.
 pub(crate) struct ShardLoop<'a, R, Q, I, O, E, B>
 where
-    R: Runtime,
+    R: Executor,
     Q: Queue<Waiter<I, O, E>>,
 {
     parts: Parts<Q, I, O, E, B>,
@@ -162,7 +162,7 @@ where
 
 impl<'a, R, Q, I, O, E, B> ShardLoop<'a, R, Q, I, O, E, B>
 where
-    R: Runtime,
+    R: Executor,
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
     B: BatchFn<Q::Key, I, O, E>,
@@ -489,7 +489,7 @@ where
         let due = self.parts.clock.read().saturating_sub(self.yielded_at) >= YIELD_EVERY;
         if !woke || others_ready || due {
             idle::leave_loop();
-            runtime::yield_now().await;
+            executor::yield_now().await;
             self.yielded_at = self.parts.clock.read();
             if idle::enter_loop() {
                 self.runtime_woke_at = Some(self.yielded_at);
@@ -500,7 +500,7 @@ where
 
 /// Runs a task sent to this shard beside the loop. Its panic stays its own:
 /// it ends the task, not the shard (G10).
-fn spawn_task<R: Runtime>(task: crate::handle::SpawnTask) {
+fn spawn_task<R: Executor>(task: crate::handle::SpawnTask) {
     if let Ok(future) = std::panic::catch_unwind(AssertUnwindSafe(task)) {
         R::spawn_local(Box::pin(
             AssertUnwindSafe(future).catch_unwind().map(|_| ()),

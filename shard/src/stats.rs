@@ -111,9 +111,19 @@ figures! {
     /// Many parks a second under load say that `doze_before_park` is shorter
     /// than the gaps between the shard's events. Counter.
     Counter parks,
+    /// 1 once the shard's thread has ended: after close and drain, or
+    /// because it died (user code panicked on it outside a batch, or its
+    /// runtime failed). A stopped shard refuses its keys' inputs `Closed`.
+    /// Gauge.
+    Gauge stopped,
 }
 
 impl ShardCounters {
+    /// Shard side, as its thread ends: it serves no more.
+    pub(crate) fn mark_stopped(&self) {
+        self.stopped.store(1, Relaxed);
+    }
+
     /// Caller side: an input was refused before reaching the shard.
     pub(crate) fn count_refused_at_intake(&self) {
         self.refused_at_intake.fetch_add(1, Relaxed);
@@ -143,7 +153,7 @@ mod tests {
             ($($name:ident)*) => { $( stats.$name = values.next().unwrap(); )* };
         }
         fill!(lanes waiting waiting_weight in_flight intake admitted admitted_local
-              refused batches sent answered dozes parks);
+              refused batches sent answered dozes parks stopped);
         assert_eq!(values.next(), None, "every figure filled");
         counters.publish(&stats);
         counters.count_refused_at_intake();
