@@ -38,6 +38,7 @@
 //!     pin: false,
 //!     spin_before_park: Duration::ZERO,
 //!     doze_before_park: Duration::ZERO,
+//!     runtime: ferry::Runtime::Auto,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);

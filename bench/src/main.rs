@@ -109,6 +109,12 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "2ms")]
     doze_before_park: Duration,
 
+    /// The runtime of ferry's (or batcher's) shards: auto (glommio where it
+    /// can start, else tokio: a container without io_uring, a low locked-memory
+    /// limit), glommio, or tokio
+    #[arg(long, value_name = "auto|glommio|tokio", default_value = "auto", value_parser = parse_runtime)]
+    runtime: ferry::Runtime,
+
     /// Inputs per batch at most (every batching system)
     #[arg(long, value_name = "B", default_value_t = 64)]
     max_batch_size: usize,
@@ -298,6 +304,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--runtime`'s value.
+fn parse_runtime(name: &str) -> Result<ferry::Runtime, String> {
+    match name {
+        "auto" => Ok(ferry::Runtime::Auto),
+        "glommio" => Ok(ferry::Runtime::Glommio),
+        "tokio" => Ok(ferry::Runtime::Tokio),
+        other => Err(format!(
+            "`{other}` is not a runtime: auto, glommio or tokio"
+        )),
+    }
+}
+
 /// Runs every system; `Ok(false)` if a run lost inputs or ferry conflicted.
 fn run(args: &Args) -> Result<bool, String> {
     let sampler = KeySampler::new(args.dist, args.keys)?;
@@ -313,6 +331,7 @@ fn run(args: &Args) -> Result<bool, String> {
         pin: !args.no_pin,
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
+        runtime: args.runtime,
     };
     // The systems without shards get as many workers (or batches at once)
     // as the sharded one has slots at its largest shard count.

@@ -61,8 +61,12 @@ pub struct RunResult {
     /// Times per second, in the measured window, that the system's shards
     /// dozed when out of work (ferry and batcher only).
     pub dozes_per_s: Option<f64>,
-    /// Times per second that they parked in glommio (ferry and batcher only).
+    /// Times per second that they parked in their runtime (ferry and
+    /// batcher only).
     pub parks_per_s: Option<f64>,
+    /// The runtime the shards ran on, `glommio` or `tokio` (ferry and
+    /// batcher only).
+    pub runtime: Option<String>,
 }
 
 impl RunResult {
@@ -118,6 +122,7 @@ impl RunResult {
             seconds: measured.window.as_secs_f64(),
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
+            runtime: None,
         }
     }
 
@@ -227,6 +232,9 @@ pub fn ratios(runs: &[RunResult], reference: &str) -> String {
 pub fn idle_stages(runs: &[RunResult]) -> String {
     let mut out = String::new();
     for run in runs {
+        if let Some(runtime) = &run.runtime {
+            let _ = writeln!(out, "shards' runtime, {}: {runtime}", run.label());
+        }
         if let (Some(dozes), Some(parks)) = (run.dozes_per_s, run.parks_per_s) {
             let _ = writeln!(
                 out,
@@ -371,6 +379,7 @@ mod tests {
             seconds: 1.0,
             dozes_per_s: None,
             parks_per_s: None,
+            runtime: None,
         }
     }
 

@@ -122,6 +122,7 @@ fn measure<S: System>(
     let applied = store.applied() - applied_before;
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, applied, &lateness);
+    result.runtime = system.runtime().map(|runtime| runtime.to_string());
     result.cpu_us_per_input = if measured.done == 0 {
         0.0
     } else {

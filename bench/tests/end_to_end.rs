@@ -26,6 +26,7 @@ fn settings() -> Settings {
         // Straight from work into the doze: the stage most runs use between
         // store answers.
         doze_before_park: Duration::from_millis(2),
+        runtime: ferry::Runtime::Auto,
     }
 }
 

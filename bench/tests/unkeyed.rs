@@ -102,6 +102,7 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         pin: false,
         spin_before_park: Duration::ZERO,
         doze_before_park: Duration::from_millis(2),
+        runtime: ferry::Runtime::Auto,
     };
     let load = Load {
         mode: Mode::Closed { clients: CLIENTS },

@@ -9,7 +9,8 @@
 //!   pop and answer each request through a futures oneshot. No lanes, no
 //!   batching.
 //! - **ferry**: the engine with the same shards and callers, `submit` per
-//!   input, an instant batch function.
+//!   input, an instant batch function, on each shard runtime (glommio, then
+//!   tokio).
 //! - **latency**: one caller, one input at a time (light load), submit to
 //!   answer; beside it, in the same run, the machine's own wake-up cost: two
 //!   plain threads passing a token back and forth with `park`/`unpark`,
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
-use ferry::Engine;
+use ferry::{Engine, Runtime};
 use futures::channel::oneshot;
 use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
@@ -51,12 +52,26 @@ fn main() {
     let handoff = handoff(run_for);
     print_row("handoff (queue + oneshot, no lanes)", handoff, None);
     for keys in [1_000_u64, 100_000] {
-        let (run, mean_batch) = ferry(run_for, keys);
-        print_row(&format!("ferry, {keys} keys"), run, Some(mean_batch));
-        println!(
-            "  ratio ferry / handoff: {:.2}",
-            run.per_second() / handoff.per_second()
-        );
+        let mut glommio = None;
+        for runtime in [Runtime::Glommio, Runtime::Tokio] {
+            let (run, mean_batch) = ferry(run_for, keys, runtime);
+            print_row(
+                &format!("ferry on {runtime}, {keys} keys"),
+                run,
+                Some(mean_batch),
+            );
+            println!(
+                "  ratio ferry / handoff: {:.2}",
+                run.per_second() / handoff.per_second()
+            );
+            match glommio {
+                None => glommio = Some(run),
+                Some(glommio) => println!(
+                    "  ratio tokio / glommio: {:.2}",
+                    run.per_second() / glommio.per_second()
+                ),
+            }
+        }
     }
     wake_round_trip(Duration::from_secs(seconds.min(3)));
     local_latency(Duration::from_secs(seconds.min(3)));
@@ -209,9 +224,10 @@ fn handoff(run_for: Duration) -> Run {
     run
 }
 
-fn ferry(run_for: Duration, keys: u64) -> (Run, f64) {
+fn ferry(run_for: Duration, keys: u64, runtime: Runtime) -> (Run, f64) {
     let engine: Engine<u64, u64, u64, ()> = Engine::builder()
         .shards(SHARDS)
+        .runtime(runtime)
         .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
         .expect("engine starts");
     let handle = engine.clone();

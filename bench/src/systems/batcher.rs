@@ -41,6 +41,7 @@ impl BatcherSystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
+            .runtime(settings.runtime)
             .start(move |_shard| {
                 move |inputs: Vec<u64>| {
                     let count = inputs.len() as u64;
@@ -68,6 +69,10 @@ impl System for BatcherSystem {
             batches: total.batches,
             inputs: total.sent,
         })
+    }
+
+    fn runtime(&self) -> Option<ferry::Runtime> {
+        Some(self.batcher.runtime())
     }
 
     fn idle_counts(&self) -> Option<IdleCounts> {

@@ -38,6 +38,7 @@ impl FerrySystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
+            .runtime(settings.runtime)
             .start(move |_shard| {
                 move |key: u64, inputs: Vec<u64>| {
                     let count = inputs.len() as u64;
@@ -73,6 +74,10 @@ impl System for FerrySystem {
             batches: total.batches,
             inputs: total.sent,
         })
+    }
+
+    fn runtime(&self) -> Option<ferry::Runtime> {
+        Some(self.engine.runtime())
     }
 
     fn idle_counts(&self) -> Option<IdleCounts> {

@@ -113,6 +113,12 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// The runtime of the system's shards; `None` without shards of that
+    /// kind.
+    fn runtime(&self) -> Option<::ferry::Runtime> {
+        None
+    }
+
     /// Refuses new inputs, finishes what was admitted, and stops the
     /// system's threads. Called once the load has ended.
     fn close(&mut self);
@@ -144,6 +150,8 @@ pub struct Settings {
     pub spin_before_park: Duration,
     /// How long an idle ferry or batcher shard then dozes before it parks.
     pub doze_before_park: Duration,
+    /// The runtime of ferry's (or batcher's) shards.
+    pub runtime: ::ferry::Runtime,
 }
 
 /// What `--mode` compares: per-key batching or one unkeyed stream.
