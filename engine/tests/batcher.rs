@@ -1,5 +1,6 @@
 //! Unkeyed batching (SPEC §9) through the public API: a real [`Batcher`] on
-//! its shards, fed from tokio tasks, plain threads and `futures::executor`.
+//! its shards, on each runtime, fed from tokio tasks, plain threads and
+//! `futures::executor`.
 //!
 //! Batch functions here are held on channels the test controls, never on
 //! timers: "every slot is busy" or "three inputs wait" is a state a test
@@ -11,11 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ferry::{Batcher, BatcherBuilder, FerryError, Refused, Submit};
+use ferry::{Batcher, BatcherBuilder, FerryError, Refused, Runtime, Submit};
 use futures::channel::oneshot;
 use futures::executor::block_on;
 use futures::future::join_all;
 use futures::FutureExt;
+
+mod support;
+use support::on_each_runtime;
 
 /// How long a test waits for a step before it gives up. Only a failing test
 /// waits this long.
@@ -67,12 +71,13 @@ type Seen = Arc<Mutex<Vec<Vec<u64>>>>;
 /// A batcher that answers at once with [`output_of`] each input, recording
 /// every batch in the returned [`Seen`].
 fn recording(
+    runtime: Runtime,
     configure: impl FnOnce(Builder<u64, u64>) -> Builder<u64, u64>,
 ) -> (Batcher<u64, u64, String>, Seen) {
     let seen: Seen = Arc::default();
     let batcher = {
         let seen = seen.clone();
-        configure(Batcher::builder().pin(false))
+        configure(Batcher::builder().runtime(runtime).pin(false))
             .start(move |_shard| {
                 let seen = seen.clone();
                 move |inputs: Vec<u64>| {
@@ -82,6 +87,7 @@ fn recording(
             })
             .expect("batcher starts")
     };
+    assert_eq!(batcher.runtime(), runtime, "runs on the runtime asked for");
     (batcher, seen)
 }
 
@@ -132,6 +138,7 @@ impl Drop for Leaving {
 
 /// A [`Gated`] batcher whose released batches answer with `outputs`.
 fn gated<I, O>(
+    runtime: Runtime,
     configure: impl FnOnce(Builder<I, O>) -> Builder<I, O>,
     outputs: fn(Vec<I>) -> Result<Vec<O>, String>,
 ) -> Gated<I, O>
@@ -144,7 +151,7 @@ where
     let in_flight_most = Arc::new(AtomicUsize::new(0));
     let batcher = {
         let in_flight_most = in_flight_most.clone();
-        configure(Batcher::builder().pin(false))
+        configure(Batcher::builder().runtime(runtime).pin(false))
             .start(move |_shard| {
                 let (started_tx, in_flight, most) = (
                     started_tx.clone(),
@@ -172,6 +179,7 @@ where
             })
             .expect("batcher starts")
     };
+    assert_eq!(batcher.runtime(), runtime, "runs on the runtime asked for");
     Gated {
         started,
         batcher,
@@ -240,12 +248,12 @@ fn from_futures_executor(
     })))
 }
 
-#[test]
-fn the_handle_is_clone_send_sync_and_submit_is_a_send_static_future() {
+on_each_runtime!(the_handle_is_clone_send_sync_and_submit_is_a_send_static_future);
+fn the_handle_is_clone_send_sync_and_submit_is_a_send_static_future(runtime: Runtime) {
     fn assert_handle<T: Clone + Send + Sync + 'static>(_: &T) {}
     fn assert_send_static<T: Send + 'static>(_: &T) {}
     let _serial = serial();
-    let (batcher, _seen) = recording(|b| b.shards(1));
+    let (batcher, _seen) = recording(runtime, |b| b.shards(1));
     assert_handle(&batcher);
     let submit = batcher.submit(5);
     assert_send_static(&submit);
@@ -253,8 +261,8 @@ fn the_handle_is_clone_send_sync_and_submit_is_a_send_static_future() {
     assert_eq!(batcher.shards(), 1);
 }
 
-#[test]
-fn every_input_is_answered_once_with_its_own_output_from_any_caller() {
+on_each_runtime!(every_input_is_answered_once_with_its_own_output_from_any_caller);
+fn every_input_is_answered_once_with_its_own_output_from_any_caller(runtime: Runtime) {
     let _serial = serial();
     let callers: [(&str, Callers); 3] = [
         ("tokio tasks", from_tokio_tasks),
@@ -262,7 +270,7 @@ fn every_input_is_answered_once_with_its_own_output_from_any_caller() {
         ("futures::executor", from_futures_executor),
     ];
     for (case, (name, submit_all)) in callers.into_iter().enumerate() {
-        let (batcher, seen) = recording(|b| b.shards(2).max_batch_size(16));
+        let (batcher, seen) = recording(runtime, |b| b.shards(2).max_batch_size(16));
         let inputs: Vec<u64> = (0..2_000).map(|n| case as u64 * 1_000_000 + n).collect();
 
         let outcomes = submit_all(&batcher, inputs.clone());
@@ -290,8 +298,8 @@ fn every_input_is_answered_once_with_its_own_output_from_any_caller() {
     }
 }
 
-#[test]
-fn a_shards_inputs_are_sent_in_admission_order() {
+on_each_runtime!(a_shards_inputs_are_sent_in_admission_order);
+fn a_shards_inputs_are_sent_in_admission_order(runtime: Runtime) {
     let _serial = serial();
     // (slots, delay): one batch at a time or several, sent at once or held.
     let cases = [
@@ -300,7 +308,7 @@ fn a_shards_inputs_are_sent_in_admission_order() {
         (4, Duration::from_millis(1)),
     ];
     for (slots, delay) in cases {
-        let (batcher, seen) = recording(|b| {
+        let (batcher, seen) = recording(runtime, |b| {
             b.shards(1)
                 .max_batch_size(5)
                 .max_in_flight_batches(slots)
@@ -319,15 +327,15 @@ fn a_shards_inputs_are_sent_in_admission_order() {
     }
 }
 
-#[test]
-fn batches_never_pass_the_size_or_weight_bound() {
+on_each_runtime!(batches_never_pass_the_size_or_weight_bound);
+fn batches_never_pass_the_size_or_weight_bound(runtime: Runtime) {
     let _serial = serial();
     let weight_of = |input: &u64| input % 4 + 1;
     // (max_batch_size, max_batch_weight)
     let cases = [(1, u64::MAX), (7, u64::MAX), (64, 9), (5, 12)];
     for (size_max, weight_max) in cases {
         // A delay lets inputs pile up, so batches are cut by the bounds.
-        let (batcher, seen) = recording(|b| {
+        let (batcher, seen) = recording(runtime, |b| {
             b.shards(2)
                 .max_batch_size(size_max)
                 .max_batch_weight(weight_max)
@@ -367,11 +375,12 @@ fn batches_never_pass_the_size_or_weight_bound() {
     }
 }
 
-#[test]
-fn with_no_delay_batches_grow_only_while_every_slot_is_busy() {
+on_each_runtime!(with_no_delay_batches_grow_only_while_every_slot_is_busy);
+fn with_no_delay_batches_grow_only_while_every_slot_is_busy(runtime: Runtime) {
     let _serial = serial();
     for slots in [1, 3] {
         let gate = gated(
+            runtime,
             |b| b.shards(1).max_in_flight_batches(slots).max_batch_size(64),
             echo,
         );
@@ -412,11 +421,12 @@ fn with_no_delay_batches_grow_only_while_every_slot_is_busy() {
     }
 }
 
-#[test]
-fn several_batches_are_in_flight_at_once_up_to_the_slots_never_more() {
+on_each_runtime!(several_batches_are_in_flight_at_once_up_to_the_slots_never_more);
+fn several_batches_are_in_flight_at_once_up_to_the_slots_never_more(runtime: Runtime) {
     let _serial = serial();
     for slots in [1, 2, 3] {
         let gate = gated(
+            runtime,
             |b| b.shards(1).max_in_flight_batches(slots).max_batch_size(1),
             echo,
         );
@@ -455,11 +465,11 @@ fn several_batches_are_in_flight_at_once_up_to_the_slots_never_more() {
     }
 }
 
-#[test]
-fn with_a_delay_a_lone_input_is_answered_once_its_delay_has_passed() {
+on_each_runtime!(with_a_delay_a_lone_input_is_answered_once_its_delay_has_passed);
+fn with_a_delay_a_lone_input_is_answered_once_its_delay_has_passed(runtime: Runtime) {
     let _serial = serial();
     let delay = Duration::from_millis(50);
-    let (batcher, seen) = recording(|b| b.shards(1).max_batch_delay(delay));
+    let (batcher, seen) = recording(runtime, |b| b.shards(1).max_batch_delay(delay));
     let started = Instant::now();
     assert_eq!(batcher.submit_blocking(7), Ok(output_of(7)));
     let waited = started.elapsed();
@@ -468,10 +478,10 @@ fn with_a_delay_a_lone_input_is_answered_once_its_delay_has_passed() {
     assert_eq!(*seen.lock().unwrap(), [vec![7]]);
 }
 
-#[test]
-fn with_a_delay_inputs_arriving_within_it_go_together() {
+on_each_runtime!(with_a_delay_inputs_arriving_within_it_go_together);
+fn with_a_delay_inputs_arriving_within_it_go_together(runtime: Runtime) {
     let _serial = serial();
-    let (batcher, seen) = recording(|b| {
+    let (batcher, seen) = recording(runtime, |b| {
         b.shards(1)
             .max_batch_size(10)
             .max_batch_delay(Duration::from_millis(300))
@@ -481,8 +491,8 @@ fn with_a_delay_inputs_arriving_within_it_go_together() {
     assert_eq!(*seen.lock().unwrap(), [vec![1, 2, 3]], "one partial batch");
 }
 
-#[test]
-fn past_a_queueing_bound_an_input_is_refused_full_and_handed_back() {
+on_each_runtime!(past_a_queueing_bound_an_input_is_refused_full_and_handed_back);
+fn past_a_queueing_bound_an_input_is_refused_full_and_handed_back(runtime: Runtime) {
     let _serial = serial();
     // Each bound lets three inputs wait behind a busy slot, not a fourth.
     type Configure = fn(Builder<String, usize>) -> Builder<String, usize>;
@@ -493,7 +503,11 @@ fn past_a_queueing_bound_an_input_is_refused_full_and_handed_back() {
         }),
     ];
     for (bound, configure) in cases {
-        let gate = gated(|b| configure(b.shards(1).max_in_flight_batches(1)), lengths);
+        let gate = gated(
+            runtime,
+            |b| configure(b.shards(1).max_in_flight_batches(1)),
+            lengths,
+        );
         let busy = gate.batcher.submit("busy".to_string());
         let busy_batch = gate.next_batch();
         let mut waiting: Vec<_> = ["one", "two", "three", "four"]
@@ -524,13 +538,14 @@ fn past_a_queueing_bound_an_input_is_refused_full_and_handed_back() {
     }
 }
 
-#[test]
-fn a_full_intake_refuses_at_once_with_the_input() {
+on_each_runtime!(a_full_intake_refuses_at_once_with_the_input);
+fn a_full_intake_refuses_at_once_with_the_input(runtime: Runtime) {
     let _serial = serial();
     let (called_tx, called) = mpsc::channel::<Vec<u64>>();
     let (unblock, unblocked) = mpsc::channel::<()>();
     let unblocked = Arc::new(Mutex::new(unblocked));
     let batcher: Batcher<u64, u64, String> = Batcher::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .intake_capacity(4)
@@ -568,10 +583,11 @@ fn a_full_intake_refuses_at_once_with_the_input() {
     );
 }
 
-#[test]
-fn an_input_no_batch_could_carry_is_refused_too_heavy_at_once() {
+on_each_runtime!(an_input_no_batch_could_carry_is_refused_too_heavy_at_once);
+fn an_input_no_batch_could_carry_is_refused_too_heavy_at_once(runtime: Runtime) {
     let _serial = serial();
     let batcher: Batcher<String, usize, String> = Batcher::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_batch_weight(5)
@@ -603,10 +619,10 @@ fn an_input_no_batch_could_carry_is_refused_too_heavy_at_once() {
     assert_eq!((total.admitted, total.refused), (2, 2));
 }
 
-#[test]
-fn after_close_an_input_is_refused_closed_and_handed_back() {
+on_each_runtime!(after_close_an_input_is_refused_closed_and_handed_back);
+fn after_close_an_input_is_refused_closed_and_handed_back(runtime: Runtime) {
     let _serial = serial();
-    let (batcher, seen) = recording(|b| b.shards(2));
+    let (batcher, seen) = recording(runtime, |b| b.shards(2));
     assert_eq!(batcher.submit_blocking(1), Ok(output_of(1)));
     assert!(!batcher.is_closed());
     batcher.close();
@@ -666,10 +682,11 @@ impl Fault {
     }
 }
 
-#[test]
-fn a_faulty_batch_fails_only_its_own_callers() {
+on_each_runtime!(a_faulty_batch_fails_only_its_own_callers);
+fn a_faulty_batch_fails_only_its_own_callers(runtime: Runtime) {
     let _serial = serial();
     let gate = gated(
+        runtime,
         |b| b.shards(1).max_in_flight_batches(1).max_batch_size(3),
         Fault::outputs,
     );
@@ -726,10 +743,11 @@ fn a_faulty_batch_fails_only_its_own_callers() {
     assert_eq!(block_on(after), Ok(output_of(5)));
 }
 
-#[test]
-fn each_fault_is_answered_as_such_and_the_batcher_goes_on() {
+on_each_runtime!(each_fault_is_answered_as_such_and_the_batcher_goes_on);
+fn each_fault_is_answered_as_such_and_the_batcher_goes_on(runtime: Runtime) {
     let _serial = serial();
     let batcher: Batcher<u64, u64, String> = Batcher::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_batch_size(1)
@@ -778,10 +796,10 @@ fn each_fault_is_answered_as_such_and_the_batcher_goes_on() {
     assert_eq!((total.admitted, total.sent, total.answered), (7, 7, 7));
 }
 
-#[test]
-fn close_sends_waiting_inputs_at_once_answers_them_then_join_returns() {
+on_each_runtime!(close_sends_waiting_inputs_at_once_answers_them_then_join_returns);
+fn close_sends_waiting_inputs_at_once_answers_them_then_join_returns(runtime: Runtime) {
     let _serial = serial();
-    let (batcher, seen) = recording(|b| {
+    let (batcher, seen) = recording(runtime, |b| {
         b.shards(2)
             .max_batch_size(64)
             .max_batch_delay(Duration::from_secs(3_600))
@@ -840,10 +858,10 @@ fn close_sends_waiting_inputs_at_once_answers_them_then_join_returns() {
     );
 }
 
-#[test]
-fn once_quiet_the_stats_balance() {
+on_each_runtime!(once_quiet_the_stats_balance);
+fn once_quiet_the_stats_balance(runtime: Runtime) {
     let _serial = serial();
-    let (batcher, _seen) = recording(|b| {
+    let (batcher, _seen) = recording(runtime, |b| {
         b.shards(2)
             .max_batch_size(8)
             .max_queueing(4)
@@ -937,12 +955,12 @@ fn admitted_per_shard(batcher: &Batcher<u64, u64, String>, threads: u64) -> Vec<
     batcher.stats().shards.iter().map(|s| s.admitted).collect()
 }
 
-#[test]
-fn with_as_many_caller_threads_as_shards_every_shard_gets_work() {
+on_each_runtime!(with_as_many_caller_threads_as_shards_every_shard_gets_work);
+fn with_as_many_caller_threads_as_shards_every_shard_gets_work(runtime: Runtime) {
     let _serial = serial();
     // (shards, caller threads)
     for (shards, threads) in [(2, 2), (2, 3), (3, 3), (3, 5)] {
-        let (batcher, _seen) = recording(|b| b.shards(shards));
+        let (batcher, _seen) = recording(runtime, |b| b.shards(shards));
         let admitted = admitted_per_shard(&batcher, threads);
         assert!(
             admitted.iter().all(|&n| n > 0),
@@ -952,11 +970,11 @@ fn with_as_many_caller_threads_as_shards_every_shard_gets_work() {
     }
 }
 
-#[test]
-fn every_shard_gets_work_whatever_other_batchers_the_process_has() {
+on_each_runtime!(every_shard_gets_work_whatever_other_batchers_the_process_has);
+fn every_shard_gets_work_whatever_other_batchers_the_process_has(runtime: Runtime) {
     let _serial = serial();
-    let (ours, _seen) = recording(|b| b.shards(2));
-    let (theirs, _seen_theirs) = recording(|b| b.shards(2));
+    let (ours, _seen) = recording(runtime, |b| b.shards(2));
+    let (theirs, _seen_theirs) = recording(runtime, |b| b.shards(2));
     // Two threads call ours; between them, another thread calls theirs.
     let call = |batcher: &Batcher<u64, u64, String>| {
         std::thread::scope(|scope| {

@@ -1,53 +1,61 @@
 //! `submit_blocking` and `spin_before_park`: a caller on a plain thread gets
 //! its own outcome whether the answer comes while it is still looking (no
 //! park), after it has parked, or with looking turned off; and shards that
-//! linger after work still honour delays and close.
+//! linger after work still honour delays and close. Each test runs on each
+//! runtime.
 
 use std::time::{Duration, Instant};
 
-use ferry::{Engine, FerryError, Refused};
+use ferry::{Engine, FerryError, Refused, Runtime};
 
-/// An engine whose batches take `hold` on the shard (a glommio timer, so the
-/// shard itself is free meanwhile) and answer each input doubled.
-fn slow_doubler(hold: Duration, spin: Duration) -> Engine<u64, u64, u64, String> {
-    Engine::builder()
+mod support;
+use support::on_each_runtime;
+
+/// An engine whose batches take `hold` on the shard (a timer of the shard's
+/// runtime, so the shard itself is free meanwhile) and answer each input
+/// doubled.
+fn slow_doubler(runtime: Runtime, hold: Duration, spin: Duration) -> Engine<u64, u64, u64, String> {
+    let engine = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .spin_before_park(spin)
         .start(move |_shard| {
             move |_key: u64, inputs: Vec<u64>| async move {
                 if !hold.is_zero() {
-                    glommio::timer::sleep(hold).await;
+                    support::sleep(hold).await;
                 }
                 Ok::<_, String>(inputs.iter().map(|x| x * 2).collect())
             }
         })
-        .expect("engine starts")
+        .expect("engine starts");
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
-#[test]
-fn an_answer_within_the_spin_is_taken_without_parking() {
-    let engine = slow_doubler(Duration::ZERO, Duration::from_millis(50));
+on_each_runtime!(an_answer_within_the_spin_is_taken_without_parking);
+fn an_answer_within_the_spin_is_taken_without_parking(runtime: Runtime) {
+    let engine = slow_doubler(runtime, Duration::ZERO, Duration::from_millis(50));
     for i in 0..1_000 {
         assert_eq!(engine.submit_blocking(i % 7, i), Ok(2 * i));
     }
     assert_eq!(engine.stats().total().answered, 1_000);
 }
 
-#[test]
-fn an_answer_after_the_spin_wakes_the_parked_caller() {
+on_each_runtime!(an_answer_after_the_spin_wakes_the_parked_caller);
+fn an_answer_after_the_spin_wakes_the_parked_caller(runtime: Runtime) {
     // The batch outlasts the spin many times over: the caller must have
     // parked, and the answer must unpark it.
     let hold = Duration::from_millis(20);
-    let engine = slow_doubler(hold, Duration::from_micros(50));
+    let engine = slow_doubler(runtime, hold, Duration::from_micros(50));
     let started = Instant::now();
     assert_eq!(engine.submit_blocking(1, 21), Ok(42));
     assert!(started.elapsed() >= hold, "answered before the batch ended");
 }
 
-#[test]
-fn with_no_spin_callers_park_at_once_and_still_get_their_outcome() {
-    let engine = slow_doubler(Duration::from_millis(2), Duration::ZERO);
+on_each_runtime!(with_no_spin_callers_park_at_once_and_still_get_their_outcome);
+fn with_no_spin_callers_park_at_once_and_still_get_their_outcome(runtime: Runtime) {
+    let engine = slow_doubler(runtime, Duration::from_millis(2), Duration::ZERO);
     let callers: Vec<_> = (0..4_u64)
         .map(|t| {
             let engine = engine.clone();
@@ -74,12 +82,13 @@ fn with_no_spin_callers_park_at_once_and_still_get_their_outcome() {
     engine.join();
 }
 
-#[test]
-fn a_lingering_shard_still_sends_a_partial_batch_at_its_delay() {
+on_each_runtime!(a_lingering_shard_still_sends_a_partial_batch_at_its_delay);
+fn a_lingering_shard_still_sends_a_partial_batch_at_its_delay(runtime: Runtime) {
     // The shard spins far longer than the delay: the deadline must be met by
     // the linger loop itself, not only by a parked shard's timer.
     let delay = Duration::from_millis(30);
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_batch_size(100)

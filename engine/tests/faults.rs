@@ -7,14 +7,17 @@
 //! The engine is closed in the middle of it. Every input is then accounted
 //! for: submitted = answered + refused, each refused input is the very one
 //! that was sent, each answer is the one its key's behaviour calls for, and
-//! the engine's own counters agree.
+//! the engine's own counters agree. Each test runs on each runtime.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::{Engine, FerryError, Refused};
+use ferry::{Engine, FerryError, Refused, Runtime};
 use futures::stream::{FuturesUnordered, StreamExt};
+
+mod support;
+use support::on_each_runtime;
 
 /// How a key's batch function behaves, by `key % 6`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,8 +135,9 @@ impl Tally {
     }
 }
 
-fn faulty_engine(closing: Arc<AtomicBool>) -> Engine<u64, u64, u64, String> {
-    Engine::builder()
+fn faulty_engine(runtime: Runtime, closing: Arc<AtomicBool>) -> Engine<u64, u64, u64, String> {
+    let engine = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(16)
@@ -150,12 +154,12 @@ fn faulty_engine(closing: Arc<AtomicBool>) -> Engine<u64, u64, u64, String> {
                     match behaviour {
                         Behaviour::Fail => return Err(format!("store refused key {key}")),
                         Behaviour::PanicWhileRunning => {
-                            glommio::yield_if_needed().await;
+                            support::yield_now().await;
                             panic!("batch for key {key} panicked while running");
                         }
                         Behaviour::HangUntilClose => {
                             while !closing.load(SeqCst) {
-                                glommio::timer::sleep(Duration::from_micros(200)).await;
+                                support::sleep(Duration::from_micros(200)).await;
                             }
                         }
                         Behaviour::WrongCount => {
@@ -167,7 +171,9 @@ fn faulty_engine(closing: Arc<AtomicBool>) -> Engine<u64, u64, u64, String> {
                 }
             }
         })
-        .expect("engine starts")
+        .expect("engine starts");
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
 /// A plain thread keeping `IN_FLIGHT_PER_THREAD` submits in flight until it
@@ -198,12 +204,12 @@ fn caller_thread(
     });
 }
 
-#[test]
-fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
+on_each_runtime!(every_input_is_accounted_for_under_faults_and_a_close_midway);
+fn every_input_is_accounted_for_under_faults_and_a_close_midway(runtime: Runtime) {
     let started = Instant::now();
     let closing = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Tally::default());
-    let engine = faulty_engine(closing.clone());
+    let engine = faulty_engine(runtime, closing.clone());
 
     let threads: Vec<_> = (0..CALLER_THREADS)
         .map(|thread| {
@@ -211,7 +217,7 @@ fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
             std::thread::spawn(move || caller_thread(engine, thread, tally, closing))
         })
         .collect();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let tokio_callers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
@@ -219,7 +225,7 @@ fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
     let tasks: Vec<_> = (0..TOKIO_TASKS)
         .map(|i| {
             let (engine, tally, closing) = (engine.clone(), tally.clone(), closing.clone());
-            runtime.spawn(async move {
+            tokio_callers.spawn(async move {
                 // Spread over the close: some before, some racing it, some after.
                 tokio::time::sleep(Duration::from_micros(i * 2)).await;
                 let input = (CALLER_THREADS << 32) | i;
@@ -245,7 +251,7 @@ fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
     for thread in threads {
         thread.join().expect("caller thread");
     }
-    runtime.block_on(async {
+    tokio_callers.block_on(async {
         for task in tasks {
             task.await.expect("tokio task");
         }
@@ -257,8 +263,8 @@ fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
     let refused = tally.refused();
     let stats = engine.stats().total();
     eprintln!(
-        "{submitted} submitted: ok {}, failed {}, panicked {}, wrong count {}, refused closed {}, \
-         refused full {}; closed after {} answered; {:?}",
+        "{runtime}: {submitted} submitted: ok {}, failed {}, panicked {}, wrong count {}, \
+         refused closed {}, refused full {}; closed after {} answered; {:?}",
         tally.ok.load(SeqCst),
         tally.failed.load(SeqCst),
         tally.panicked.load(SeqCst),
@@ -326,15 +332,16 @@ fn every_input_is_accounted_for_under_faults_and_a_close_midway() {
     );
 }
 
+on_each_runtime!(close_while_every_batch_hangs_answers_everything_admitted);
 /// Close while every key's batch hangs: the batches in flight finish once
 /// released, everything waiting behind them is still sent and answered
 /// (G9), and only inputs submitted after close are refused.
-#[test]
-fn close_while_every_batch_hangs_answers_everything_admitted() {
+fn close_while_every_batch_hangs_answers_everything_admitted(runtime: Runtime) {
     let closing = Arc::new(AtomicBool::new(false));
     let engine: Engine<u64, u64, u64, String> = {
         let closing = closing.clone();
         Engine::builder()
+            .runtime(runtime)
             .shards(2)
             .pin(false)
             .max_batch_size(4)
@@ -345,7 +352,7 @@ fn close_while_every_batch_hangs_answers_everything_admitted() {
                     let closing = closing.clone();
                     async move {
                         while !closing.load(SeqCst) {
-                            glommio::timer::sleep(Duration::from_micros(200)).await;
+                            support::sleep(Duration::from_micros(200)).await;
                         }
                         Ok::<_, String>(inputs)
                     }

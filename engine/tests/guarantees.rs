@@ -1,14 +1,17 @@
 //! The guarantees of SPEC §1, each checked through the public API with a
-//! real engine: glommio shards, callers on plain threads, tokio and
-//! `futures::executor`.
+//! real engine on each runtime (glommio shards and tokio shards), callers
+//! on plain threads, tokio and `futures::executor`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry::{Engine, FerryError, Order, Refused};
+use ferry::{Engine, FerryError, Order, Refused, Runtime};
 use futures::future::join_all;
+
+mod support;
+use support::on_each_runtime;
 
 /// Every batch a test's batch function saw: (key, inputs), in start order.
 type Seen = Arc<Mutex<Vec<(u64, Vec<u64>)>>>;
@@ -16,18 +19,19 @@ type Seen = Arc<Mutex<Vec<(u64, Vec<u64>)>>>;
 /// Waits on the shard (without blocking it) until `open` is set.
 async fn wait_for(open: &AtomicBool) {
     while !open.load(SeqCst) {
-        glommio::timer::sleep(Duration::from_micros(200)).await;
+        support::sleep(Duration::from_micros(200)).await;
     }
 }
 
 fn echo_engine(
+    runtime: Runtime,
     shards: usize,
     seen: Seen,
     configure: impl FnOnce(
         ferry::Builder<u64, u64, u64, String>,
     ) -> ferry::Builder<u64, u64, u64, String>,
 ) -> Engine<u64, u64, u64, String> {
-    configure(Engine::builder().shards(shards).pin(false))
+    let engine = configure(Engine::builder().runtime(runtime).shards(shards).pin(false))
         .start(move |_shard| {
             let seen = seen.clone();
             move |key: u64, inputs: Vec<u64>| {
@@ -35,18 +39,21 @@ fn echo_engine(
                 async move { Ok::<_, String>(inputs) }
             }
         })
-        .expect("engine starts")
+        .expect("engine starts");
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
 /// An engine whose batch function records each batch in `seen`, then holds
 /// it until `open` is set: a key stays busy, and inputs pile up behind it.
 fn gated_engine(
+    runtime: Runtime,
     open: &Arc<AtomicBool>,
     seen: &Seen,
     configure: impl FnOnce(Builder) -> Builder,
 ) -> Engine<u64, u64, u64, String> {
     let (open, seen) = (open.clone(), seen.clone());
-    configure(Engine::builder().shards(1).pin(false))
+    let engine = configure(Engine::builder().runtime(runtime).shards(1).pin(false))
         .start(move |_shard| {
             let (open, seen) = (open.clone(), seen.clone());
             move |key: u64, inputs: Vec<u64>| {
@@ -58,13 +65,15 @@ fn gated_engine(
                 }
             }
         })
-        .expect("engine starts")
+        .expect("engine starts");
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
 type Builder = ferry::Builder<u64, u64, u64, String>;
 
-#[test]
-fn g1_one_batch_in_flight_per_key() {
+on_each_runtime!(g1_one_batch_in_flight_per_key);
+fn g1_one_batch_in_flight_per_key(runtime: Runtime) {
     let in_flight: Arc<Mutex<HashMap<u64, usize>>> = Arc::default();
     let most_per_key = Arc::new(AtomicUsize::new(0));
     let most_overall = Arc::new(AtomicUsize::new(0));
@@ -75,6 +84,7 @@ fn g1_one_batch_in_flight_per_key() {
             most_overall.clone(),
         );
         Engine::builder()
+            .runtime(runtime)
             .shards(2)
             .pin(false)
             .max_batch_size(4)
@@ -98,7 +108,7 @@ fn g1_one_batch_in_flight_per_key() {
                             most_per_key.fetch_max(*n, SeqCst);
                             most_overall.fetch_max(map.values().sum(), SeqCst);
                         }
-                        glommio::timer::sleep(Duration::from_millis(1)).await;
+                        support::sleep(Duration::from_millis(1)).await;
                         *in_flight.lock().unwrap().get_mut(&key).unwrap() -= 1;
                         Ok::<_, String>(inputs)
                     }
@@ -130,10 +140,10 @@ fn g1_one_batch_in_flight_per_key() {
     );
 }
 
-#[test]
-fn g2_a_keys_inputs_are_sent_in_admission_order_by_default() {
+on_each_runtime!(g2_a_keys_inputs_are_sent_in_admission_order_by_default);
+fn g2_a_keys_inputs_are_sent_in_admission_order_by_default(runtime: Runtime) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(2, seen.clone(), |b| b.max_batch_size(3));
+    let engine = echo_engine(runtime, 2, seen.clone(), |b| b.max_batch_size(3));
     // Submitted from one thread without waiting: admission order is submit
     // order, so each key's batches, concatenated, are that order.
     let outcomes =
@@ -151,12 +161,12 @@ fn g2_a_keys_inputs_are_sent_in_admission_order_by_default() {
     }
 }
 
-#[test]
-fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission() {
+on_each_runtime!(g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission);
+fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission(runtime: Runtime) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
     // Input = rank * 100 + admission number; rank = input / 100.
-    let engine = gated_engine(&open, &seen, |b| {
+    let engine = gated_engine(runtime, &open, &seen, |b| {
         b.max_batch_size(64)
             .order(Order::by(|input: &u64| (*input / 100) as i64))
     });
@@ -183,12 +193,13 @@ fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission() {
     assert_eq!(seen[1].1, vec![5, 101, 103, 107, 202, 206, 300, 304]);
 }
 
-#[test]
-fn g2_a_late_input_goes_in_the_next_batch() {
+on_each_runtime!(g2_a_late_input_goes_in_the_next_batch);
+fn g2_a_late_input_goes_in_the_next_batch(runtime: Runtime) {
     let seen: Seen = Arc::default();
     let engine = {
         let seen = seen.clone();
         Engine::<u64, u64, u64, String>::builder()
+            .runtime(runtime)
             .shards(1)
             .pin(false)
             .order(Order::by(|input: &u64| *input as i64))
@@ -207,10 +218,10 @@ fn g2_a_late_input_goes_in_the_next_batch() {
     assert_eq!(*seen.lock().unwrap(), vec![(1, vec![50]), (1, vec![10])]);
 }
 
-#[test]
-fn g3_a_batch_carries_one_keys_inputs_and_that_key() {
+on_each_runtime!(g3_a_batch_carries_one_keys_inputs_and_that_key);
+fn g3_a_batch_carries_one_keys_inputs_and_that_key(runtime: Runtime) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(2, seen.clone(), |b| b.max_batch_size(16));
+    let engine = echo_engine(runtime, 2, seen.clone(), |b| b.max_batch_size(16));
     // Input = key * 1_000_000 + n, so each input names its key.
     let callers: Vec<_> = (0..3)
         .map(|t| {
@@ -239,9 +250,10 @@ fn g3_a_batch_carries_one_keys_inputs_and_that_key() {
     }
 }
 
-#[test]
-fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor() {
+on_each_runtime!(g4_every_submit_ends_in_exactly_one_outcome_on_any_executor);
+fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor(runtime: Runtime) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(8)
@@ -267,11 +279,11 @@ fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor() {
         }
     };
     // tokio tasks
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let tokio_callers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
-    let outcomes = runtime.block_on(async {
+    let outcomes = tokio_callers.block_on(async {
         let tasks: Vec<_> = (0..n)
             .map(|i| {
                 let engine = engine.clone();
@@ -305,10 +317,10 @@ fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor() {
     );
 }
 
-#[test]
-fn g4_a_dropped_submit_is_still_sent() {
+on_each_runtime!(g4_a_dropped_submit_is_still_sent);
+fn g4_a_dropped_submit_is_still_sent(runtime: Runtime) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(1, seen.clone(), |b| b);
+    let engine = echo_engine(runtime, 1, seen.clone(), |b| b);
     drop(engine.submit(3, 33));
     engine.close();
     engine.join();
@@ -316,10 +328,10 @@ fn g4_a_dropped_submit_is_still_sent() {
     assert_eq!(engine.stats().total().answered, 1);
 }
 
-#[test]
-fn g5_lanes_go_away_when_their_work_is_done() {
+on_each_runtime!(g5_lanes_go_away_when_their_work_is_done);
+fn g5_lanes_go_away_when_their_work_is_done(runtime: Runtime) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(2, seen, |b| b);
+    let engine = echo_engine(runtime, 2, seen, |b| b);
     let outcomes =
         futures::executor::block_on(join_all((0..20_000_u64).map(|k| engine.submit(k, k))));
     assert!(outcomes.iter().all(|o| o.is_ok()));
@@ -332,11 +344,11 @@ fn g5_lanes_go_away_when_their_work_is_done() {
     assert_eq!((total.lanes, total.waiting, total.answered), (0, 0, 20_000));
 }
 
-#[test]
-fn g6_past_a_bound_submit_is_refused_at_once_with_the_input() {
+on_each_runtime!(g6_past_a_bound_submit_is_refused_at_once_with_the_input);
+fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(&open, &seen, |b| {
+    let engine = gated_engine(runtime, &open, &seen, |b| {
         b.max_batch_size(1)
             .max_in_flight_batches(1)
             .max_queueing(10)
@@ -382,11 +394,11 @@ fn g6_past_a_bound_submit_is_refused_at_once_with_the_input() {
     }
 }
 
-#[test]
-fn g6_a_full_intake_refuses_at_once() {
+on_each_runtime!(g6_a_full_intake_refuses_at_once);
+fn g6_a_full_intake_refuses_at_once(runtime: Runtime) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(&open, &seen, |b| {
+    let engine = gated_engine(runtime, &open, &seen, |b| {
         b.intake_capacity(4)
             .max_queueing(4)
             .max_in_flight_batches(1)
@@ -423,11 +435,11 @@ impl Drop for Opener {
     }
 }
 
-#[test]
-fn g6_the_queued_weight_is_bounded_too() {
+on_each_runtime!(g6_the_queued_weight_is_bounded_too);
+fn g6_the_queued_weight_is_bounded_too(runtime: Runtime) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(&open, &seen, |b| {
+    let engine = gated_engine(runtime, &open, &seen, |b| {
         b.max_in_flight_batches(1)
             .max_queued_weight(50)
             .weigh(|input: &u64| *input)
@@ -454,11 +466,11 @@ fn g6_the_queued_weight_is_bounded_too() {
     assert_eq!(outcomes, vec![Ok(1), Ok(20), Ok(20)]);
 }
 
-#[test]
-fn g7_a_key_that_always_has_more_cannot_starve_others() {
+on_each_runtime!(g7_a_key_that_always_has_more_cannot_starve_others);
+fn g7_a_key_that_always_has_more_cannot_starve_others(runtime: Runtime) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(&open, &seen, |b| {
+    let engine = gated_engine(runtime, &open, &seen, |b| {
         b.max_batch_size(2).max_in_flight_batches(1)
     });
     let _open_on_exit = Opener(open.clone());
@@ -484,11 +496,11 @@ fn g7_a_key_that_always_has_more_cannot_starve_others() {
     assert_eq!(cold_at, 1, "{seen:?}");
 }
 
-#[test]
-fn g8_a_partial_batch_waits_for_its_delay_then_goes() {
+on_each_runtime!(g8_a_partial_batch_waits_for_its_delay_then_goes);
+fn g8_a_partial_batch_waits_for_its_delay_then_goes(runtime: Runtime) {
     let seen: Seen = Arc::default();
     let delay = Duration::from_millis(30);
-    let engine = echo_engine(1, seen.clone(), |b| {
+    let engine = echo_engine(runtime, 1, seen.clone(), |b| {
         b.max_batch_delay(delay).max_batch_size(10)
     });
     let started = Instant::now();
@@ -512,16 +524,17 @@ fn g8_a_partial_batch_waits_for_its_delay_then_goes() {
     assert_eq!(seen.lock().unwrap()[1], (2, (0..10).collect()));
 }
 
-#[test]
-fn g9_close_refuses_new_input_and_answers_everything_admitted() {
+on_each_runtime!(g9_close_refuses_new_input_and_answers_everything_admitted);
+fn g9_close_refuses_new_input_and_answers_everything_admitted(runtime: Runtime) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(4)
         .max_batch_delay(Duration::from_secs(3600))
         .start(|_| {
             |_key: u64, inputs: Vec<u64>| async move {
-                glommio::timer::sleep(Duration::from_micros(300)).await;
+                support::sleep(Duration::from_micros(300)).await;
                 Ok::<_, String>(inputs)
             }
         })
@@ -587,8 +600,8 @@ fn g9_close_refuses_new_input_and_answers_everything_admitted() {
     }
 }
 
-#[test]
-fn g10_a_failing_batch_fails_only_its_own_callers() {
+on_each_runtime!(g10_a_failing_batch_fails_only_its_own_callers);
+fn g10_a_failing_batch_fails_only_its_own_callers(runtime: Runtime) {
     #[derive(Clone, Debug, PartialEq)]
     struct StoreDown(&'static str);
     impl std::fmt::Display for StoreDown {
@@ -597,6 +610,7 @@ fn g10_a_failing_batch_fails_only_its_own_callers() {
         }
     }
     let engine: Engine<u64, u64, u64, StoreDown> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .start(|_| {
@@ -634,8 +648,8 @@ fn g10_a_failing_batch_fails_only_its_own_callers() {
     assert_eq!((total.admitted, total.answered), (7, 7));
 }
 
-#[test]
-fn invalid_settings_are_typed_errors_naming_the_field() {
+on_each_runtime!(invalid_settings_are_typed_errors_naming_the_field);
+fn invalid_settings_are_typed_errors_naming_the_field(runtime: Runtime) {
     type Settings = ferry::Builder<u64, u64, u64, String>;
     let cases: Vec<(&str, Settings)> = vec![
         ("shards", Engine::builder().shards(0)),
@@ -654,6 +668,7 @@ fn invalid_settings_are_typed_errors_naming_the_field() {
     ];
     for (field, builder) in cases {
         let err = builder
+            .runtime(runtime)
             .start(|_| |_: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
             .unwrap_err();
         match &err {
@@ -664,6 +679,7 @@ fn invalid_settings_are_typed_errors_naming_the_field() {
     }
     // More shards than CPUs is fine without pinning.
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(4)
         .pin(false)
         .start(|_| |_: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
@@ -671,11 +687,12 @@ fn invalid_settings_are_typed_errors_naming_the_field() {
     assert_eq!(engine.submit_blocking(1, 1), Ok(1));
 }
 
-#[test]
-fn pinned_shards_serve_and_the_handle_is_send_sync_clone() {
+on_each_runtime!(pinned_shards_serve_and_the_handle_is_send_sync_clone);
+fn pinned_shards_serve_and_the_handle_is_send_sync_clone(runtime: Runtime) {
     fn assert_handle<T: Clone + Send + Sync + 'static>(_: &T) {}
     fn assert_send<T: Send>(_: &T) {}
     let engine: Engine<String, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .start(|shard| {
             move |_: String, inputs: Vec<u64>| async move {

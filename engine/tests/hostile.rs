@@ -5,12 +5,16 @@
 //! counters stay consistent (nothing admitted, nothing refused for them).
 //! A key's `Eq` is different: it runs on the shard, and a panic there takes
 //! the shard down; the last test checks that no caller is left waiting.
+//! Each test runs on each runtime.
 
 use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ferry::{Engine, FerryError, Order, ShardId};
+use ferry::{Engine, FerryError, Order, Runtime, ShardId};
 use futures::future::join_all;
+
+mod support;
+use support::on_each_runtime;
 
 /// Caller threads, and submits per thread.
 const THREADS: u64 = 4;
@@ -100,9 +104,10 @@ where
     );
 }
 
-#[test]
-fn a_key_whose_hash_panics_panics_its_own_caller_only() {
+on_each_runtime!(a_key_whose_hash_panics_panics_its_own_caller_only);
+fn a_key_whose_hash_panics_panics_its_own_caller_only(runtime: Runtime) {
     let engine: Engine<TouchyKey, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(8)
@@ -115,22 +120,23 @@ fn a_key_whose_hash_panics_panics_its_own_caller_only() {
     // The same key panics the same way for `submit_blocking` and for a
     // tokio task, and the engine still answers a good key right after.
     assert!(catch_unwind(AssertUnwindSafe(|| engine.submit_blocking(TouchyKey(3), 1))).is_err());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let tokio_callers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
     let task = {
         let engine = engine.clone();
-        runtime.spawn(async move { engine.submit(TouchyKey(13), 2).await })
+        tokio_callers.spawn(async move { engine.submit(TouchyKey(13), 2).await })
     };
-    assert!(runtime.block_on(task).unwrap_err().is_panic());
+    assert!(tokio_callers.block_on(task).unwrap_err().is_panic());
     assert_eq!(engine.submit_blocking(TouchyKey(4), 41), Ok(42));
     assert_books_balance(&engine, answered + 1);
 }
 
-#[test]
-fn a_panicking_hash_in_a_task_on_a_shard_ends_that_task_only() {
+on_each_runtime!(a_panicking_hash_in_a_task_on_a_shard_ends_that_task_only);
+fn a_panicking_hash_in_a_task_on_a_shard_ends_that_task_only(runtime: Runtime) {
     let engine: Engine<TouchyKey, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .start(|_shard| echo_plus_one::<TouchyKey>)
@@ -163,14 +169,15 @@ fn a_panicking_hash_in_a_task_on_a_shard_ends_that_task_only() {
     assert_books_balance(&engine, 2);
 }
 
-#[test]
-fn a_rank_that_panics_panics_its_own_caller_only() {
+on_each_runtime!(a_rank_that_panics_panics_its_own_caller_only);
+fn a_rank_that_panics_panics_its_own_caller_only(runtime: Runtime) {
     // Inputs ending in 7 cannot be ranked.
     let order = Order::by(|input: &u64| {
         assert!(input % 10 != 7, "cannot rank input {input}");
         -(*input as i64)
     });
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(8)
@@ -206,9 +213,10 @@ fn a_rank_that_panics_panics_its_own_caller_only() {
     assert_books_balance(&engine, answered + 1);
 }
 
-#[test]
-fn a_weigher_that_panics_panics_its_own_caller_only() {
+on_each_runtime!(a_weigher_that_panics_panics_its_own_caller_only);
+fn a_weigher_that_panics_panics_its_own_caller_only(runtime: Runtime) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(8)
@@ -225,11 +233,11 @@ fn a_weigher_that_panics_panics_its_own_caller_only() {
     assert_books_balance(&engine, answered);
 }
 
+on_each_runtime!(an_error_whose_display_panics_is_still_delivered);
 /// The batch function's error type may be anything `Clone`; a hostile
 /// `Display` is never called by the engine on its own (only when a caller
 /// formats the error), so it cannot take a shard down.
-#[test]
-fn an_error_whose_display_panics_is_still_delivered() {
+fn an_error_whose_display_panics_is_still_delivered(runtime: Runtime) {
     #[derive(Clone, Debug, PartialEq)]
     struct Sulky;
     impl std::fmt::Display for Sulky {
@@ -238,6 +246,7 @@ fn an_error_whose_display_panics_is_still_delivered() {
         }
     }
     let engine: Engine<u64, u64, u64, Sulky> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .start(|_shard| |_key: u64, _inputs: Vec<u64>| async move { Err::<Vec<u64>, _>(Sulky) })
@@ -267,18 +276,19 @@ impl PartialEq for ExplosiveEq {
 }
 impl Eq for ExplosiveEq {}
 
+on_each_runtime!(a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting);
 /// `Eq` runs on the shard (to find a key's lane), so a panic there takes the
 /// shard down. What must still hold: every caller gets an outcome — answered,
 /// `Aborted`, or refused with its input — and nobody waits forever.
-#[test]
-fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting() {
+fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting(runtime: Runtime) {
     let engine: Engine<ExplosiveEq, u64, u64, String> = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_in_flight_batches(1)
         .start(|_| {
             |_key: ExplosiveEq, inputs: Vec<u64>| async move {
-                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                support::sleep(std::time::Duration::from_millis(5)).await;
                 Ok::<_, String>(inputs)
             }
         })

@@ -3,7 +3,8 @@
 //! input arrives, every caller gets its own outcome, delays are honoured
 //! and close completes. Batches are answered three ways: at once, from
 //! another thread (as a store client on its own runtime would), and by a
-//! glommio timer on the shard (which only runs while glommio does).
+//! timer of the shard's runtime (which only runs while that runtime does).
+//! Both runtimes, glommio and tokio, go through the same stages.
 //!
 //! Timing is not asserted (the machines are shared); these are the paths
 //! that would hang or lose an answer if a wake-up were missed for good. A
@@ -13,10 +14,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ferry::{Engine, FerryError, Refused};
+use ferry::{Engine, FerryError, Refused, Runtime};
 use futures::channel::oneshot;
 use futures::executor::block_on;
 use futures::future::join_all;
+
+mod support;
+use support::on_each_runtime;
 
 /// Far beyond what either test takes (about a second): reaching it means a
 /// shard slept through an answer.
@@ -62,7 +66,7 @@ fn settled(engine: &Engine<u64, u64, u64, String>, answered: u64) -> ferry::Shar
 enum Answer {
     AtOnce,
     FromAnotherThread,
-    ByAGlommioTimer,
+    ByATimerOnTheShard,
 }
 
 /// Every pair of stage lengths worth telling apart: spin only, doze only,
@@ -88,13 +92,15 @@ fn answerer(after: Duration) -> mpsc::Sender<(Vec<u64>, oneshot::Sender<Vec<u64>
 }
 
 fn engine(
+    runtime: Runtime,
     answer: Answer,
     spin: Duration,
     doze: Duration,
     max_batch_delay: Duration,
 ) -> Engine<u64, u64, u64, String> {
     let store = answerer(Duration::from_micros(300));
-    Engine::builder()
+    let engine = Engine::builder()
+        .runtime(runtime)
         .shards(2)
         .pin(false)
         .spin_before_park(spin)
@@ -114,30 +120,32 @@ fn engine(
                                 .map_err(|_| "store gone".to_string())?;
                             answered.await.map_err(|_| "store dropped it".to_string())
                         }
-                        Answer::ByAGlommioTimer => {
-                            glommio::timer::sleep(Duration::from_micros(300)).await;
+                        Answer::ByATimerOnTheShard => {
+                            support::sleep(Duration::from_micros(300)).await;
                             Ok(inputs.iter().map(|x| x + 1).collect())
                         }
                     }
                 }
             }
         })
-        .expect("engine starts")
+        .expect("engine starts");
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
-#[test]
-fn every_stage_delivers_every_kind_of_answer() {
-    without_hanging(every_stage_delivers_every_kind_of_answer_body);
+on_each_runtime!(every_stage_delivers_every_kind_of_answer);
+fn every_stage_delivers_every_kind_of_answer(runtime: Runtime) {
+    without_hanging(move || every_stage_delivers_every_kind_of_answer_body(runtime));
 }
 
-fn every_stage_delivers_every_kind_of_answer_body() {
+fn every_stage_delivers_every_kind_of_answer_body(runtime: Runtime) {
     for answer in [
         Answer::AtOnce,
         Answer::FromAnotherThread,
-        Answer::ByAGlommioTimer,
+        Answer::ByATimerOnTheShard,
     ] {
         for (spin, doze) in STAGES {
-            let engine = engine(answer, spin, doze, Duration::ZERO);
+            let engine = engine(runtime, answer, spin, doze, Duration::ZERO);
             // One at a time, with pauses, so the shard goes idle between
             // inputs and each arrives in a later stage than the last.
             for i in 0..20_u64 {
@@ -169,7 +177,7 @@ fn every_stage_delivers_every_kind_of_answer_body() {
             if spin.is_zero() && doze.is_zero() {
                 assert!(total.parks > 0, "{answer:?}: never parked");
             }
-            if doze == Duration::from_secs(60) && !matches!(answer, Answer::ByAGlommioTimer) {
+            if doze == Duration::from_secs(60) && !matches!(answer, Answer::ByATimerOnTheShard) {
                 assert!(total.dozes > 0, "{answer:?}: never dozed");
                 assert_eq!(total.parks, 0, "{answer:?}: parked within the doze");
             }
@@ -179,16 +187,17 @@ fn every_stage_delivers_every_kind_of_answer_body() {
     }
 }
 
-#[test]
-fn a_dozing_shard_keeps_its_delays_and_its_close() {
-    without_hanging(a_dozing_shard_keeps_its_delays_and_its_close_body);
+on_each_runtime!(a_dozing_shard_keeps_its_delays_and_its_close);
+fn a_dozing_shard_keeps_its_delays_and_its_close(runtime: Runtime) {
+    without_hanging(move || a_dozing_shard_keeps_its_delays_and_its_close_body(runtime));
 }
 
-fn a_dozing_shard_keeps_its_delays_and_its_close_body() {
+fn a_dozing_shard_keeps_its_delays_and_its_close_body(runtime: Runtime) {
     for (spin, doze) in STAGES {
         // A delay far longer than a doze's look: the lone input must still
         // wait for it (or for more inputs), and then go.
         let engine = engine(
+            runtime,
             Answer::FromAnotherThread,
             spin,
             doze,

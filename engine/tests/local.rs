@@ -1,16 +1,20 @@
 //! The thread-per-core fast path: tasks spawned on a shard through the
 //! engine submit their own shard's keys directly, and other keys through
-//! the ordinary path, with the same guarantees.
+//! the ordinary path, with the same guarantees, on each runtime.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use ferry::{Engine, FerryError, Refused, ShardId};
+use ferry::{Engine, FerryError, Refused, Runtime, ShardId};
 use futures::channel::oneshot;
 use futures::future::join_all;
 
-fn engine(shards: usize) -> Engine<u64, u64, u64, String> {
-    Engine::builder()
+mod support;
+use support::on_each_runtime;
+
+fn engine(runtime: Runtime, shards: usize) -> Engine<u64, u64, u64, String> {
+    let engine = Engine::builder()
+        .runtime(runtime)
         .shards(shards)
         .pin(false)
         .max_batch_size(8)
@@ -19,12 +23,14 @@ fn engine(shards: usize) -> Engine<u64, u64, u64, String> {
                 Ok::<_, String>(inputs.iter().map(|i| i + key).collect())
             }
         })
-        .unwrap()
+        .unwrap();
+    assert_eq!(engine.runtime(), runtime, "runs on the runtime asked for");
+    engine
 }
 
-#[test]
-fn a_task_on_a_shard_submits_its_own_keys_directly_and_others_through_the_intake() {
-    let engine = engine(2);
+on_each_runtime!(a_task_on_a_shard_submits_its_own_keys_directly_and_others_through_the_intake);
+fn a_task_on_a_shard_submits_its_own_keys_directly_and_others_through_the_intake(runtime: Runtime) {
+    let engine = engine(runtime, 2);
     let own: Vec<u64> = (0..400)
         .filter(|k| engine.shard_of(k) == ShardId::new(0))
         .collect();
@@ -54,9 +60,9 @@ fn a_task_on_a_shard_submits_its_own_keys_directly_and_others_through_the_intake
     assert!(stats.is_quiet());
 }
 
-#[test]
-fn off_a_shard_submit_local_takes_the_ordinary_path() {
-    let engine = engine(1);
+on_each_runtime!(off_a_shard_submit_local_takes_the_ordinary_path);
+fn off_a_shard_submit_local_takes_the_ordinary_path(runtime: Runtime) {
+    let engine = engine(runtime, 1);
     assert_eq!(
         futures::executor::block_on(engine.submit_local(2, 40)),
         Ok(42)
@@ -64,9 +70,9 @@ fn off_a_shard_submit_local_takes_the_ordinary_path() {
     assert_eq!(engine.stats().total().admitted_local, 0);
 }
 
-#[test]
-fn a_local_submit_after_close_is_refused_with_its_input() {
-    let engine = engine(1);
+on_each_runtime!(a_local_submit_after_close_is_refused_with_its_input);
+fn a_local_submit_after_close_is_refused_with_its_input(runtime: Runtime) {
+    let engine = engine(runtime, 1);
     let (done, outcome) = oneshot::channel();
     let on_shard = engine.clone();
     engine
@@ -101,9 +107,9 @@ fn a_local_submit_after_close_is_refused_with_its_input() {
     );
 }
 
-#[test]
-fn a_panicking_task_ends_alone() {
-    let engine = engine(1);
+on_each_runtime!(a_panicking_task_ends_alone);
+fn a_panicking_task_ends_alone(runtime: Runtime) {
+    let engine = engine(runtime, 1);
     engine
         .spawn_on(ShardId::new(0), || async {
             panic!("a task panicked on purpose")
@@ -112,16 +118,17 @@ fn a_panicking_task_ends_alone() {
     assert_eq!(engine.submit_blocking(1, 1), Ok(2));
 }
 
+on_each_runtime!(a_batch_function_may_submit_to_its_own_shard);
 /// A batch function that submits to its own shard, both when it is called
 /// and while its future runs: the local admissions are stamped with the
 /// shard's clock as they happen, and the shard goes on handing its queue a
 /// time that never goes backwards (debug builds assert it in `Lanes`).
-#[test]
-fn a_batch_function_may_submit_to_its_own_shard() {
+fn a_batch_function_may_submit_to_its_own_shard(runtime: Runtime) {
     type Chained = Engine<u64, u64, u64, String>;
     let handle: Arc<OnceLock<Chained>> = Arc::new(OnceLock::new());
     let in_batch = Arc::clone(&handle);
     let engine: Chained = Engine::builder()
+        .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_batch_size(4)

@@ -1,0 +1,75 @@
+//! What the engine's test suites share: the runtimes a shard can run on,
+//! and what a batch function needs to be the same code on either.
+//!
+//! The guarantees hold whichever runtime runs the shards, so each suite
+//! checks them on every one of [`RUNTIMES`]: a test is written once as
+//! `fn name(runtime: Runtime)`, and [`on_each_runtime!`] makes one `#[test]`
+//! of it per runtime, `name::glommio` and `name::tokio`, so a failure says
+//! which runtime it was on (and `cargo test -- ::tokio` runs one side only).
+//!
+//! A batch function runs on its shard's thread, on that shard's runtime, so
+//! what it awaits must be that runtime's: [`sleep`] and [`yield_now`] are.
+
+// Each suite uses a part of this module; what one leaves unused is not dead.
+#![allow(dead_code)]
+
+use std::future::poll_fn;
+use std::task::Poll;
+use std::time::Duration;
+
+use ferry::Runtime;
+
+/// Every runtime a shard can run on (not `Auto`, which picks one of them).
+pub const RUNTIMES: [Runtime; 2] = [Runtime::Glommio, Runtime::Tokio];
+
+// `on_each_runtime!` names its tests after these: a runtime added here must
+// be added there.
+const _: () = assert!(matches!(RUNTIMES, [Runtime::Glommio, Runtime::Tokio]));
+
+/// Makes one `#[test]` per runtime of `fn $name(runtime: Runtime)`: a module
+/// `$name` with the tests `glommio` and `tokio`. Written just above the
+/// function, where `#[test]` would be.
+macro_rules! on_each_runtime {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn glommio() {
+                super::$name(::ferry::Runtime::Glommio);
+            }
+
+            #[test]
+            fn tokio() {
+                super::$name(::ferry::Runtime::Tokio);
+            }
+        }
+    };
+}
+pub(crate) use on_each_runtime;
+
+/// Waits `wait` without holding up the shard: on the timer of the runtime
+/// whose thread this is (tokio's inside a tokio runtime, else glommio's).
+/// Only for code that runs on a shard: batch functions, tasks spawned there.
+pub async fn sleep(wait: Duration) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::time::sleep(wait).await;
+    } else {
+        glommio::timer::sleep(wait).await;
+    }
+}
+
+/// Gives the other tasks of this thread a turn, once: wakes itself and is
+/// pending for one poll, which any single-threaded executor answers by
+/// polling it again after the others.
+pub async fn yield_now() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
