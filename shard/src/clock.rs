@@ -10,6 +10,12 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+/// Nanoseconds of `time`, saturating at `u64::MAX` (584 years fit): how
+/// the pure queues keep time, and how batch times are averaged.
+pub(crate) fn nanos(time: Duration) -> u64 {
+    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// A monotone clock for one shard thread.
 #[derive(Debug)]
 pub(crate) struct Clock {
@@ -42,6 +48,12 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nanoseconds_saturate() {
+        assert_eq!(nanos(Duration::from_micros(3)), 3_000);
+        assert_eq!(nanos(Duration::MAX), u64::MAX);
+    }
 
     #[test]
     fn the_latest_reading_never_goes_back() {

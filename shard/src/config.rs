@@ -60,7 +60,7 @@ impl LanesConfig {
 
     /// `max_batch_delay` in whole nanoseconds, saturating.
     pub(crate) fn max_batch_delay_ns(&self) -> u64 {
-        u64::try_from(self.max_batch_delay.as_nanos()).unwrap_or(u64::MAX)
+        crate::clock::nanos(self.max_batch_delay)
     }
 }
 

@@ -39,7 +39,7 @@
 //!
 //! Invariant: the inputs are kept in admission order, and since `now` never
 //! goes backwards that is also arrival order: the front is the oldest.
-//! Invariant: `weight_waiting` is the sum of the waiting inputs' weights;
+//! Invariant: `waiting_weight` is the sum of the waiting inputs' weights;
 //! there are at most `max_queueing` of them and that sum is at most
 //! `max_queued_weight`.
 //! Invariant: every waiting input weighs at most `max_batch_weight`.
@@ -47,6 +47,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::clock::nanos;
 use crate::config::LanesConfig;
 use crate::refused::{Refusal, Refused};
 
@@ -165,7 +166,7 @@ pub struct Fifo<T> {
     delay_ns: u64,
     /// Admission order, which is arrival order: the front is the oldest.
     inputs: VecDeque<Queued<T>>,
-    weight_waiting: u64,
+    waiting_weight: u64,
     closed: bool,
     /// The latest `now` given to any method, in nanoseconds (debug builds
     /// check that time never goes backwards).
@@ -197,7 +198,7 @@ impl<T> Fifo<T> {
             delay_ns: config.max_batch_delay_ns(),
             config,
             inputs: VecDeque::new(),
-            weight_waiting: 0,
+            waiting_weight: 0,
             closed: false,
             now_latest_ns: 0,
         }
@@ -252,7 +253,7 @@ impl<T> Fifo<T> {
             weight,
             item,
         });
-        self.weight_waiting += weight;
+        self.waiting_weight += weight;
         self.assert_invariants();
         Ok(())
     }
@@ -265,7 +266,7 @@ impl<T> Fifo<T> {
             Some(Refused::TooHeavy)
         } else if self.inputs.len() >= self.config.max_queueing
             || self
-                .weight_waiting
+                .waiting_weight
                 .checked_add(weight)
                 .is_none_or(|w| w > self.config.max_queued_weight)
         {
@@ -336,7 +337,7 @@ impl<T> Fifo<T> {
         let (count, weight) = self.front_batch();
         debug_assert!(count >= 1 && count <= self.config.max_batch_size);
         debug_assert!(weight <= self.config.max_batch_weight);
-        self.weight_waiting -= weight;
+        self.waiting_weight -= weight;
         let consumed = consume(FifoItems {
             drain: self.inputs.drain(..count),
             weight,
@@ -394,7 +395,7 @@ impl<T> Fifo<T> {
     /// ```
     pub fn drain_waiting(&mut self) -> Vec<T> {
         self.close();
-        self.weight_waiting = 0;
+        self.waiting_weight = 0;
         self.inputs.drain(..).map(|queued| queued.item).collect()
     }
 
@@ -494,7 +495,7 @@ impl<T> Fifo<T> {
 
     fn is_full(&self) -> bool {
         self.inputs.len() >= self.config.max_batch_size
-            || self.weight_waiting >= self.config.max_batch_weight
+            || self.waiting_weight >= self.config.max_batch_weight
     }
 
     /// Inputs admitted and not yet taken.
@@ -525,14 +526,14 @@ impl<T> Fifo<T> {
     /// assert_eq!(fifo.waiting_weight(), 7);
     /// ```
     pub fn waiting_weight(&self) -> u64 {
-        self.weight_waiting
+        self.waiting_weight
     }
 
     /// `now` in nanoseconds, after checking (in debug builds) that it is not
     /// earlier than the latest `now` seen, and recording it: the front is
     /// the oldest input only while arrivals never go backwards.
     fn observe(&mut self, now: Duration) -> u64 {
-        let now_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let now_ns = nanos(now);
         debug_assert!(
             now_ns >= self.now_latest_ns,
             "time went backwards: now = {now_ns} ns after {} ns",
@@ -546,8 +547,8 @@ impl<T> Fifo<T> {
     /// is checked against the model in `tests/fifo_model.rs`).
     fn assert_invariants(&self) {
         debug_assert!(self.inputs.len() <= self.config.max_queueing);
-        debug_assert!(self.weight_waiting <= self.config.max_queued_weight);
-        debug_assert!(!self.inputs.is_empty() || self.weight_waiting == 0);
+        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
+        debug_assert!(!self.inputs.is_empty() || self.waiting_weight == 0);
         debug_assert!(match (self.inputs.front(), self.inputs.back()) {
             (Some(front), Some(back)) => front.arrival_ns <= back.arrival_ns,
             _ => true,

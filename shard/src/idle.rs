@@ -42,6 +42,7 @@ use std::task::{Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
 
+use crate::clock::nanos;
 use crate::intake::Intake;
 
 /// The longest a shard dozes in one go, so that the runtime (glommio), with
@@ -191,7 +192,7 @@ pub(crate) struct BatchTime {
 impl BatchTime {
     /// Counts a batch that took `took`, from its start to its outcome.
     pub(crate) fn record(&mut self, took: Duration) {
-        let took_ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let took_ns = nanos(took);
         self.typical_ns = self.typical_ns - self.typical_ns / 8 + took_ns / 8;
     }
 

@@ -43,6 +43,7 @@ use std::time::Duration;
 
 use hashbrown::HashTable;
 
+use crate::clock::nanos;
 use crate::config::LanesConfig;
 use crate::key_hash::key_hash;
 use crate::refused::{Refusal, Refused};
@@ -786,9 +787,4 @@ where
     pub fn deadlines_queued(&self) -> usize {
         self.deadlines.len()
     }
-}
-
-/// Nanoseconds of `time`, saturating (584 years fit).
-fn nanos(time: Duration) -> u64 {
-    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
 }
