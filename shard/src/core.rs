@@ -14,6 +14,7 @@
 //! refused input's reply carries the input back at once (G4).
 //! Invariant: `in_flight <= max_in_flight_batches` (slots).
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -195,24 +196,36 @@ where
         reply: Reply<I, O, E>,
         now: Duration,
     ) -> bool {
-        match self
-            .queue
-            .admit(hash, key, (input, reply), rank, weight, now)
-        {
-            Ok(()) => {
+        let mut waiter = Some((input, reply));
+        // The key's `Eq` or `Clone` is user code and may panic while its
+        // lane is looked up; the input is then still in `waiter`, and goes
+        // back to its caller before the shard goes down (G4).
+        let admitted = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.queue.admit(hash, key, &mut waiter, rank, weight, now)
+        }));
+        match admitted {
+            Ok(Ok(())) => {
                 self.stats.admitted += 1;
                 true
             }
-            Err(refusal) => {
-                self.stats.refused += 1;
-                let (input, reply) = refusal.item;
-                reply.send(Err(FerryError::Refused {
-                    input,
-                    reason: refusal.reason,
-                }));
+            Ok(Err(reason)) => {
+                self.refuse(waiter, reason);
                 false
             }
+            Err(panic) => {
+                self.refuse(waiter, Refused::Closed);
+                std::panic::resume_unwind(panic)
+            }
         }
+    }
+
+    /// Answers the caller of a refused input, handing it back.
+    fn refuse(&mut self, waiter: Option<Waiter<I, O, E>>, reason: Refused) {
+        let Some((input, reply)) = waiter else {
+            return;
+        };
+        self.stats.refused += 1;
+        reply.send(Err(FerryError::Refused { input, reason }));
     }
 
     /// The next batch to start, if a slot is free and a batch is ready at

@@ -359,7 +359,10 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
             config.lanes.clone(),
             config.max_in_flight_batches,
         )));
-        let _farewell = Farewell(Rc::clone(&core));
+        let _farewell = Farewell {
+            core: Rc::clone(&core),
+            counters: Arc::clone(&counters),
+        };
         let clock = Rc::new(Clock::start());
         let wakers = Wakers {
             nudge: Rc::new(Nudge::default()),
@@ -433,10 +436,14 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// key's `Eq` or `Clone`, a `Drop`) panics, the thread unwinds through here
 /// (G4): only callers whose batch was in flight learn `Aborted`, when
 /// their batch is dropped.
-struct Farewell<Q, I, O, E>(SharedCore<Q, I, O, E>)
+struct Farewell<Q, I, O, E>
 where
     Q: Queue<Waiter<I, O, E>>,
-    E: Clone;
+    E: Clone,
+{
+    core: SharedCore<Q, I, O, E>,
+    counters: Arc<ShardCounters>,
+}
 
 impl<Q, I, O, E> Drop for Farewell<Q, I, O, E>
 where
@@ -444,8 +451,11 @@ where
     E: Clone,
 {
     fn drop(&mut self) {
+        // Marked first, so that a caller handed its input back below sees
+        // the shard stopped.
+        self.counters.mark_stopped();
         // The loop's borrows end before the unwinding reaches here.
-        if let Ok(mut core) = self.0.try_borrow_mut() {
+        if let Ok(mut core) = self.core.try_borrow_mut() {
             core.refuse_waiting();
         }
     }
@@ -463,6 +473,7 @@ struct CloseOnExit<'a, K, I, O, E> {
 
 impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     fn drop(&mut self) {
+        self.counters.mark_stopped();
         let intake = self.intake;
         intake.close();
         loop {
@@ -482,7 +493,6 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
             // A pusher is between registering and deregistering: nanoseconds.
             std::thread::yield_now();
         }
-        self.counters.mark_stopped();
     }
 }
 

@@ -355,15 +355,51 @@ where
         weight: u64,
         now: Duration,
     ) -> Result<(), Refusal<T>> {
+        let mut slot = Some(item);
+        self.admit_from(hash, key, &mut slot, rank, weight, now)
+            .map_err(|reason| Refusal {
+                item: slot.take().expect("a refused item is left in place"),
+                reason,
+            })
+    }
+
+    /// Like [`admit_hashed`](Self::admit_hashed), taking the item out of
+    /// `item` only once its lane is found. Refused, the item stays in
+    /// `item`; and if the key's `Eq` or `Clone` panics while its lane is
+    /// looked up, the item is still there for the caller to hand back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::{key_hash, LanesConfig, Refused};
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig { max_queueing: 1, ..LanesConfig::default() });
+    /// let mut first = Some('a');
+    /// lanes.admit_from(key_hash(&7), 7, &mut first, 0, 1, Duration::ZERO).unwrap();
+    /// assert_eq!(first, None, "taken");
+    /// let mut second = Some('b');
+    /// let refused = lanes.admit_from(key_hash(&7), 7, &mut second, 0, 1, Duration::ZERO);
+    /// assert_eq!((refused, second), (Err(Refused::Full), Some('b')));
+    /// ```
+    pub fn admit_from(
+        &mut self,
+        hash: u64,
+        key: K,
+        item: &mut Option<T>,
+        rank: i64,
+        weight: u64,
+        now: Duration,
+    ) -> Result<(), Refused> {
         let now_ns = self.observe(now);
         if let Some(reason) = self.refusal(weight) {
-            return Err(Refusal { item, reason });
+            return Err(reason);
         }
         // Lanes that fell due go ahead of one this input may make full (G7).
         self.promote_due(now_ns);
+        let place = self.lane_for(hash, key);
+        let item = item.take().expect("an item to admit");
         let seq = self.seq_next;
         self.seq_next += 1;
-        let place = self.lane_for(hash, key);
         let delay_ns = self.delay_ns;
         let lane = &mut self.places[place as usize];
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::config::LanesConfig;
 use crate::fifo::{Fifo, FifoItems};
 use crate::lanes::{BatchItems, LaneId, Lanes};
-use crate::refused::Refusal;
+use crate::refused::Refused;
 
 /// A queueing discipline for items `T` (SPEC §5): admit, take, complete,
 /// close, next deadline, and the gauges. Implemented by [`Lanes`] and
@@ -31,8 +31,8 @@ use crate::refused::Refusal;
 ///
 /// fn one_batch<Q: Queue<u32>>(queue: &mut Q, key: Q::Key) -> Vec<u32> {
 ///     let now = Duration::ZERO;
-///     queue.admit(0, key.clone(), 1, 0, 1, now).unwrap();
-///     queue.admit(0, key, 2, 0, 1, now).unwrap();
+///     queue.admit(0, key.clone(), &mut Some(1), 0, 1, now).unwrap();
+///     queue.admit(0, key, &mut Some(2), 0, 1, now).unwrap();
 ///     let (ticket, _key, items) = queue.take_with(now, |items| items.collect::<Vec<_>>()).unwrap();
 ///     queue.complete(ticket, now);
 ///     items
@@ -53,18 +53,20 @@ pub trait Queue<T> {
     /// A structure with `config`'s bounds.
     fn with_config(config: LanesConfig) -> Self;
 
-    /// Admits `item` (for `key`, whose hash is `hash`, with `rank` and
-    /// `weight`), arriving at `now`; refuses it, handed back, past a bound
-    /// or after close.
+    /// Admits the item in `item` (for `key`, whose hash is `hash`, with
+    /// `rank` and `weight`), arriving at `now`, taking it out of `item`;
+    /// refuses it past a bound or after close, leaving it in `item`. The
+    /// item is taken only after the key's lane is found, so if the key's
+    /// `Eq` or `Clone` panics, it is still in `item`.
     fn admit(
         &mut self,
         hash: u64,
         key: Self::Key,
-        item: T,
+        item: &mut Option<T>,
         rank: i64,
         weight: u64,
         now: Duration,
-    ) -> Result<(), Refusal<T>>;
+    ) -> Result<(), Refused>;
 
     /// Takes the next batch ready at `now`, lending its items to `consume`
     /// (which must not panic).
@@ -126,12 +128,12 @@ where
         &mut self,
         hash: u64,
         key: K,
-        item: T,
+        item: &mut Option<T>,
         rank: i64,
         weight: u64,
         now: Duration,
-    ) -> Result<(), Refusal<T>> {
-        self.admit_hashed(hash, key, item, rank, weight, now)
+    ) -> Result<(), Refused> {
+        self.admit_from(hash, key, item, rank, weight, now)
     }
 
     fn take_with<R>(
@@ -201,12 +203,16 @@ impl<T> Queue<T> for Fifo<T> {
         &mut self,
         _hash: u64,
         _key: (),
-        item: T,
+        item: &mut Option<T>,
         _rank: i64,
         weight: u64,
         now: Duration,
-    ) -> Result<(), Refusal<T>> {
-        Fifo::admit(self, item, weight, now)
+    ) -> Result<(), Refused> {
+        let taken = item.take().expect("an item to admit");
+        Fifo::admit(self, taken, weight, now).map_err(|refusal| {
+            *item = Some(refusal.item);
+            refusal.reason
+        })
     }
 
     fn take_with<R>(
