@@ -48,7 +48,9 @@ impl Executor for Glommio {
             None => Placement::Unbound,
         };
         if GLOMMIO_REFUSED.load(Relaxed) {
-            return Err(glommio_failure(&"it failed to start earlier in this process"));
+            return Err(glommio_failure(
+                &"it failed to start earlier in this process",
+            ));
         }
         // Glommio 0.9 panics, rather than failing, when io_uring_setup is
         // refused (a seccomp profile): its panic becomes this shard's

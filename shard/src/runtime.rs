@@ -73,7 +73,9 @@ impl Runtime {
 /// Why glommio cannot run `shards` shards here, if something known says so.
 fn glommio_refusal(shards: usize) -> Option<String> {
     if crate::on_glommio::refused_here() {
-        return Some(glommio_failure(&"it failed to start earlier in this process"));
+        return Some(glommio_failure(
+            &"it failed to start earlier in this process",
+        ));
     }
     io_uring_disabled().or_else(|| memlock_short(shards))
 }
