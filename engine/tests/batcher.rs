@@ -951,7 +951,10 @@ fn admitted_per_shard(batcher: &Batcher<u64, u64, String>, threads: u64) -> Vec<
             });
         });
     }
-    wait_for("quiet", || batcher.stats().is_quiet());
+    // A shard publishes its counts after it answers: wait for all of them.
+    wait_for("every input counted", || {
+        batcher.stats().total().admitted == threads * 20
+    });
     batcher.stats().shards.iter().map(|s| s.admitted).collect()
 }
 
@@ -984,7 +987,8 @@ fn every_shard_gets_work_whatever_other_batchers_the_process_has(runtime: Runtim
     call(&ours);
     call(&theirs);
     call(&ours);
-    wait_for("quiet", || ours.stats().is_quiet());
+    // A shard publishes its counts after it answers: wait for both.
+    wait_for("both inputs counted", || ours.stats().total().admitted == 2);
     let admitted: Vec<u64> = ours.stats().shards.iter().map(|s| s.admitted).collect();
     assert_eq!(
         admitted,
