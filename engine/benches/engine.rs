@@ -11,6 +11,9 @@
 //! - **ferry**: the engine with the same shards and callers, `submit` per
 //!   input, an instant batch function, on each shard runtime (glommio, then
 //!   tokio).
+//! - **submit_many**: the same engine (glommio), inputs handed over in calls
+//!   of 500 (`Engine::submit_many`: one push and one wake-up per shard per
+//!   call), 4,000 inputs in flight as before.
 //! - **latency**: one caller, one input at a time (light load), submit to
 //!   answer; beside it, in the same run, the machine's own wake-up cost: two
 //!   plain threads passing a token back and forth with `park`/`unpark`,
@@ -71,6 +74,22 @@ fn main() {
                     run.per_second() / glommio.per_second()
                 ),
             }
+        }
+        let (many, mean_batch) = ferry_many(run_for, keys);
+        print_row(
+            &format!("ferry submit_many ({MANY}), {keys} keys"),
+            many,
+            Some(mean_batch),
+        );
+        println!(
+            "  ratio submit_many / handoff: {:.2}",
+            many.per_second() / handoff.per_second()
+        );
+        if let Some(glommio) = glommio {
+            println!(
+                "  ratio submit_many / submit (glommio): {:.2}",
+                many.per_second() / glommio.per_second()
+            );
         }
     }
     wake_round_trip(Duration::from_secs(seconds.min(3)));
@@ -138,6 +157,19 @@ where
     F: Fn(u64) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = bool> + Send + 'static,
 {
+    drive_calls(run_for, 1, move |x| vec![submit(x)])
+}
+
+/// Keeps `IN_FLIGHT` inputs outstanding from `CALLERS` threads, started
+/// `per_call` at a time: `submit(seed)` starts `per_call` inputs and gives
+/// one future per input, resolving to whether it was answered with success.
+/// A caller starts the next call as soon as `per_call` of its inputs are
+/// answered, so the inputs in flight stay the same whatever `per_call` is.
+fn drive_calls<F, Fut>(run_for: Duration, per_call: usize, submit: F) -> Run
+where
+    F: Fn(u64) -> Vec<Fut> + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
     let submit = Arc::new(submit);
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = cpu_time();
@@ -155,15 +187,17 @@ where
                         rng
                     };
                     let mut running = FuturesUnordered::new();
-                    for _ in 0..IN_FLIGHT / CALLERS {
-                        running.push(submit(next()));
+                    for _ in 0..(IN_FLIGHT / CALLERS / per_call).max(1) {
+                        running.extend(submit(next()));
                     }
-                    let mut done = 0_u64;
+                    let (mut done, mut freed) = (0_u64, 0);
                     while let Some(ok) = running.next().await {
                         assert!(ok, "a request failed");
                         done += 1;
-                        if !stop.load(Ordering::Relaxed) {
-                            running.push(submit(next()));
+                        freed += 1;
+                        if freed >= per_call && !stop.load(Ordering::Relaxed) {
+                            freed -= per_call;
+                            running.extend(submit(next()));
                         }
                     }
                     done
@@ -179,6 +213,32 @@ where
         wall: started.elapsed(),
         cpu: cpu_time().saturating_sub(cpu_before),
     }
+}
+
+/// Inputs per `submit_many` call in the bench.
+const MANY: u64 = 500;
+
+/// `submit_many` in calls of `MANY` inputs, random keys among `keys`.
+fn ferry_many(run_for: Duration, keys: u64) -> (Run, f64) {
+    let engine: Engine<u64, u64, u64, ()> = Engine::builder()
+        .shards(SHARDS)
+        .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
+        .expect("engine starts");
+    let handle = engine.clone();
+    let run = drive_calls(run_for, MANY as usize, move |seed| {
+        let submits = handle.submit_many((0..MANY).map(|n| {
+            let x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(n);
+            (x % keys, x)
+        }));
+        submits
+            .into_iter()
+            .map(|submit| async move { submit.await.is_ok() })
+            .collect()
+    });
+    engine.close();
+    engine.join();
+    let stats = engine.stats().total();
+    (run, stats.sent as f64 / stats.batches.max(1) as f64)
 }
 
 fn handoff(run_for: Duration) -> Run {

@@ -206,6 +206,31 @@ where
         self.inner.submit(index, 0, (), input)
     }
 
+    /// Submits many inputs at once: handed to the calling thread's shard in
+    /// one push, with at most one wake-up. One future per input, in the
+    /// order given, each resolving to that input's own outcome; each input
+    /// is measured, bounded and refused on its own (if the intake cannot
+    /// take them all, all are refused `Full`, each handed back).
+    ///
+    /// ```
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u32, u32, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let outcomes = futures::executor::block_on(futures::future::join_all(
+    ///     batcher.submit_many(0..100),
+    /// ));
+    /// assert_eq!(outcomes[42], Ok(42));
+    /// ```
+    pub fn submit_many(&self, inputs: impl IntoIterator<Item = I>) -> Vec<Submit<I, O, E>> {
+        let index = self.spread.home(self.inner.list.len());
+        self.inner
+            .submit_many(inputs, |input| (index, 0, (), input))
+    }
+
     /// [`submit`](Self::submit) and block the calling thread until the
     /// outcome, for plain threads (not an async executor's, where blocking
     /// stalls other work). It looks for the outcome for up to

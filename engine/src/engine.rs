@@ -151,6 +151,39 @@ where
         self.inner.submit(index, hash, key, input)
     }
 
+    /// Submits many inputs at once, each for its key: the inputs of one
+    /// shard are handed over in one push, with at most one wake-up of that
+    /// shard, instead of one per input (for a caller that has many at hand:
+    /// a stream consumer's poll, a request that carries many updates).
+    /// Returns one future per input, in the order given, each resolving to
+    /// that input's own outcome; every input is measured, bounded and
+    /// refused on its own, as with [`submit`](Self::submit) — if a shard's
+    /// intake cannot take its share whole, that share is refused `Full`
+    /// with every input handed back.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .start(|_| |key: u64, inputs: Vec<u64>| async move {
+    ///         Ok::<_, String>(inputs.iter().map(|i| i + key).collect())
+    ///     })
+    ///     .unwrap();
+    /// let submits = engine.submit_many((0..500).map(|i| (i % 7, i * 10)));
+    /// let outcomes = futures::executor::block_on(futures::future::join_all(submits));
+    /// assert_eq!(outcomes[3], Ok(33));
+    /// assert!(outcomes.iter().all(Result::is_ok));
+    /// ```
+    pub fn submit_many(&self, items: impl IntoIterator<Item = (K, I)>) -> Vec<Submit<I, O, E>> {
+        let shards = self.inner.list.len();
+        self.inner.submit_many(items, |(key, input)| {
+            let (index, hash) = route(&key, shards);
+            (index, hash, key, input)
+        })
+    }
+
     /// Like [`submit`](Self::submit), for tasks running on the engine's own
     /// shards (see [`spawn_on`](Self::spawn_on)): if `key` belongs to the
     /// shard this task runs on, the input is admitted directly — no queue,

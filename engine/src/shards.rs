@@ -10,7 +10,9 @@ use std::time::Duration;
 use ferry_shard::parts::{Queue, Waiter};
 use std::future::Future;
 
-use ferry_shard::{BatchFn, FerryError, Order, Refused, Runtime, Shard, ShardConfig, ShardId};
+use ferry_shard::{
+    BatchFn, Bundle, FerryError, Order, Refused, Runtime, Shard, ShardConfig, ShardId,
+};
 
 use crate::config::{Plan, Weigh};
 use crate::start_error::StartError;
@@ -142,6 +144,37 @@ where
             }
             None => Ok(list),
         }
+    }
+
+    /// Hands many inputs over, routed by `place` (which gives each input's
+    /// shard index, hash and key), with one push and at most one wake-up
+    /// per shard; each input is measured, bounded and refused on its own.
+    /// The futures come back in the order of the inputs.
+    pub(crate) fn submit_many<T>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+        mut place: impl FnMut(T) -> (usize, u64, Q::Key, I),
+    ) -> Vec<Submit<I, O, E>> {
+        let items = items.into_iter();
+        let mut submits = Vec::with_capacity(items.size_hint().0);
+        let mut bundles: Vec<Bundle<Q::Key, I, O, E>> =
+            self.list.iter().map(|_| Bundle::default()).collect();
+        for item in items {
+            let (index, hash, key, input) = place(item);
+            submits.push(match self.measure(&input) {
+                Ok((rank, weight)) => {
+                    Submit::waiting(bundles[index].add(hash, key, input, rank, weight))
+                }
+                Err(reason) => {
+                    self.list[index].count_refused();
+                    Submit::refused(input, reason)
+                }
+            });
+        }
+        for (shard, bundle) in self.list.iter().zip(bundles) {
+            shard.submit_bundle(bundle);
+        }
+        submits
     }
 
     /// Hands `input` to shard `index`: measured here, on the caller's

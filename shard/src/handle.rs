@@ -43,8 +43,52 @@ pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Sen
 pub(crate) enum Inbound<K, I, O, E> {
     /// An input to admit.
     Submit(Submission<K, I, O, E>),
+    /// Inputs handed over together (`submit_many`): one push, one wake-up.
+    Bundle(Vec<Submission<K, I, O, E>>),
     /// A task to run on the shard's thread.
     Spawn(SpawnTask),
+}
+
+/// Inputs for one shard, gathered to be handed over in one push
+/// ([`Shard::submit_bundle`]). Each input has its own [`Answer`], handed out
+/// as it is added.
+pub struct Bundle<K, I, O, E> {
+    submissions: Vec<Submission<K, I, O, E>>,
+}
+
+impl<K, I, O, E> Default for Bundle<K, I, O, E> {
+    fn default() -> Self {
+        Self {
+            submissions: Vec::new(),
+        }
+    }
+}
+
+impl<K, I, O, E> Bundle<K, I, O, E> {
+    /// Adds an input (with its key's `hash`, its `rank` and `weight`) and
+    /// returns the future of its own outcome.
+    pub fn add(&mut self, hash: u64, key: K, input: I, rank: i64, weight: u64) -> Answer<I, O, E> {
+        let (reply, answer) = oneshot::channel();
+        self.submissions.push(Submission {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+            reply,
+        });
+        Answer(answer)
+    }
+
+    /// Inputs in the bundle.
+    pub fn len(&self) -> usize {
+        self.submissions.len()
+    }
+
+    /// Whether it holds no input.
+    pub fn is_empty(&self) -> bool {
+        self.submissions.is_empty()
+    }
 }
 
 /// A shard's intake, shared by its callers and its loop.
@@ -251,6 +295,35 @@ where
             here.nudge.nudge();
         }
         Ok(LocalAnswer(answer))
+    }
+
+    /// Hands every input of `bundle` to the shard in one push, with at most
+    /// one wake-up. If the intake cannot take them all (full or closed),
+    /// each is refused on its own: its [`Answer`] resolves to the refusal
+    /// with its input handed back. Returns how many were refused.
+    pub fn submit_bundle(&self, bundle: Bundle<Q::Key, I, O, E>) -> usize {
+        let inputs = bundle.submissions.len();
+        if inputs == 0 {
+            return 0;
+        }
+        let refused = match self
+            .intake
+            .push_bundle(Inbound::Bundle(bundle.submissions), inputs)
+        {
+            Ok(()) => return 0,
+            Err(refused) => refused,
+        };
+        let Inbound::Bundle(submissions) = refused.item else {
+            unreachable!("the intake hands back what it was given")
+        };
+        for submission in submissions {
+            self.counters.count_refused_at_intake();
+            let _ = submission.reply.send(Err(FerryError::Refused {
+                input: submission.input,
+                reason: refused.reason,
+            }));
+        }
+        inputs
     }
 
     /// Runs `task` on the shard's thread, beside its loop. Refused (`Full`
@@ -478,7 +551,15 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
         intake.close();
         loop {
             while let Some(inbound) = intake.pop() {
-                if let Inbound::Submit(submission) = inbound {
+                let submissions = match inbound {
+                    Inbound::Submit(submission) => vec![submission],
+                    Inbound::Bundle(submissions) => {
+                        intake.popped_bundle(submissions.len());
+                        submissions
+                    }
+                    Inbound::Spawn(_) => Vec::new(),
+                };
+                for submission in submissions {
                     self.counters.count_refused_at_intake();
                     let refused = FerryError::Refused {
                         input: submission.input,

@@ -235,6 +235,10 @@ pub struct Intake<T> {
     waker: AtomicWaker,
     /// Rung since the shard last took it (see [`Intake::ring`]).
     rung: AtomicBool,
+    /// Inputs that bundles in the queue carry beyond one each (see
+    /// [`Intake::push_bundle`]): with the queue's length, the inputs waiting
+    /// here, which the capacity bounds.
+    bundled: AtomicU64,
 }
 
 impl<T> Intake<T> {
@@ -246,6 +250,7 @@ impl<T> Intake<T> {
             sleeping: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             rung: AtomicBool::new(false),
+            bundled: AtomicU64::new(0),
         }
     }
 
@@ -277,6 +282,51 @@ impl<T> Intake<T> {
             item,
             reason: Refused::Full,
         })
+    }
+
+    /// Like [`push`](Self::push), for one item that carries `inputs`
+    /// inputs (a bundle): one push and at most one wake-up for all of them,
+    /// and the capacity counts each input. Refused `Full` if they do not
+    /// all fit. The shard calls [`popped_bundle`](Self::popped_bundle) once
+    /// it has taken the bundle out.
+    ///
+    /// ```
+    /// use ferry_shard::parts::Intake;
+    /// use ferry_shard::Refused;
+    ///
+    /// let intake = Intake::new(4);
+    /// intake.push_bundle(vec![1, 2, 3], 3).unwrap();
+    /// assert_eq!(intake.len(), 3);
+    /// let refused = intake.push_bundle(vec![4, 5], 2).unwrap_err();
+    /// assert_eq!((refused.item, refused.reason), (vec![4, 5], Refused::Full));
+    /// let bundle = intake.pop().unwrap();
+    /// intake.popped_bundle(bundle.len());
+    /// assert_eq!(intake.len(), 0);
+    /// ```
+    pub fn push_bundle(&self, item: T, inputs: usize) -> Result<(), Refusal<T>> {
+        let inputs = inputs.max(1) as u64;
+        let waiting = self.queue.len() as u64 + self.bundled.load(SeqCst);
+        if waiting + inputs > self.queue.capacity() as u64 {
+            return Err(Refusal {
+                item,
+                reason: if self.is_closed() {
+                    Refused::Closed
+                } else {
+                    Refused::Full
+                },
+            });
+        }
+        // Counted before the push, so the shard's subtraction after its pop
+        // never comes first.
+        self.bundled.fetch_add(inputs - 1, SeqCst);
+        self.push(item).inspect_err(|_| {
+            self.bundled.fetch_sub(inputs - 1, SeqCst);
+        })
+    }
+
+    /// Shard side: a bundle of `inputs` inputs was popped.
+    pub fn popped_bundle(&self, inputs: usize) {
+        self.bundled.fetch_sub(inputs.max(1) as u64 - 1, SeqCst);
     }
 
     fn wake_if_sleeping(&self) {
@@ -324,9 +374,9 @@ impl<T> Intake<T> {
         self.queue.pop()
     }
 
-    /// Items pushed and not yet popped.
+    /// Inputs pushed and not yet popped (a bundle counts its inputs).
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.bundled.load(SeqCst) as usize
     }
 
     /// Whether nothing waits to be popped.

@@ -49,7 +49,9 @@ pub use batch_fn::BatchFn;
 pub use config::{ConfigError, LanesConfig};
 pub use cpus::usable_cpus;
 pub use error::FerryError;
-pub use handle::{Answer, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting};
+pub use handle::{
+    Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
+};
 pub use idle::DOZE_LOOK_EVERY;
 pub use key_hash::key_hash;
 pub use order::{Order, Rank};

@@ -278,12 +278,15 @@ where
         for popped in 1..=INTAKE_DRAIN_MAX {
             match self.parts.intake.pop() {
                 Some(Inbound::Submit(submission)) => {
-                    let arrived = if self.stamp_on_pop {
-                        self.parts.clock.read()
-                    } else {
-                        self.parts.clock.latest()
-                    };
+                    let arrived = self.arrival();
                     self.parts.core.borrow_mut().admit(submission, arrived);
+                }
+                Some(Inbound::Bundle(submissions)) => {
+                    self.parts.intake.popped_bundle(submissions.len());
+                    for submission in submissions {
+                        let arrived = self.arrival();
+                        self.parts.core.borrow_mut().admit(submission, arrived);
+                    }
                 }
                 Some(Inbound::Spawn(task)) => {
                     spawn_task::<R>(task);
@@ -295,6 +298,15 @@ where
             if popped % REACT_EVERY == 0 {
                 self.react();
             }
+        }
+    }
+
+    /// The arrival stamp of an input popped now.
+    fn arrival(&self) -> Duration {
+        if self.stamp_on_pop {
+            self.parts.clock.read()
+        } else {
+            self.parts.clock.latest()
         }
     }
 

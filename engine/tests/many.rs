@@ -1,0 +1,122 @@
+//! `submit_many`: many inputs handed over in one push per shard, each still
+//! answered, bounded and refused on its own (SPEC §4.2).
+
+mod support;
+
+use ferry::{Batcher, Engine, FerryError, Refused, Runtime};
+use futures::executor::block_on;
+use futures::future::join_all;
+use support::on_each_runtime;
+
+type Outcome = Result<u64, FerryError<u64, String>>;
+
+/// An engine whose batch function answers `input + key`; inputs above 100
+/// weigh 1,000, more than a batch may carry.
+fn engine(runtime: Runtime, shards: usize, intake: usize) -> Engine<u64, u64, u64, String> {
+    Engine::builder()
+        .runtime(runtime)
+        .shards(shards)
+        .pin(false)
+        .intake_capacity(intake)
+        .max_batch_weight(100)
+        .weigh(|input: &u64| if *input > 100 { 1_000 } else { 1 })
+        .start(|_| {
+            |key: u64, inputs: Vec<u64>| async move {
+                Ok::<_, String>(inputs.iter().map(|i| i + key).collect())
+            }
+        })
+        .unwrap()
+}
+
+fn outcomes(submits: Vec<ferry::Submit<u64, u64, String>>) -> Vec<Outcome> {
+    block_on(join_all(submits))
+}
+
+on_each_runtime!(every_input_is_answered_in_the_order_given);
+fn every_input_is_answered_in_the_order_given(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let items: Vec<(u64, u64)> = (0..1_000).map(|i| (i % 37, i % 100)).collect();
+    let answered = outcomes(engine.submit_many(items.clone()));
+    let expected: Vec<Outcome> = items.iter().map(|(key, input)| Ok(input + key)).collect();
+    assert_eq!(answered, expected);
+    engine.close();
+    engine.join();
+    let total = engine.stats().total();
+    assert_eq!(
+        (total.admitted, total.answered, total.refused),
+        (1_000, 1_000, 0)
+    );
+}
+
+on_each_runtime!(an_input_no_batch_could_carry_is_refused_alone);
+fn an_input_no_batch_could_carry_is_refused_alone(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let answered = outcomes(engine.submit_many([(1, 5), (2, 500), (3, 7)]));
+    match &answered[..] {
+        [Ok(6), Err(FerryError::Refused {
+            input: 500,
+            reason: Refused::TooHeavy,
+        }), Ok(10)] => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+on_each_runtime!(a_share_the_intake_cannot_take_whole_is_refused_full_each_input_back);
+fn a_share_the_intake_cannot_take_whole_is_refused_full_each_input_back(runtime: Runtime) {
+    let engine = engine(runtime, 1, 4);
+    let answered = outcomes(engine.submit_many((0..10).map(|i| (1, i))));
+    for (i, outcome) in answered.into_iter().enumerate() {
+        match outcome {
+            Err(FerryError::Refused {
+                input,
+                reason: Refused::Full,
+            }) => assert_eq!(input, i as u64),
+            other => panic!("input {i}: {other:?}"),
+        }
+    }
+    // A share that fits goes through.
+    let fits = outcomes(engine.submit_many((0..4).map(|i| (1, i))));
+    assert_eq!(fits, vec![Ok(1), Ok(2), Ok(3), Ok(4)]);
+    assert_eq!(engine.stats().total().refused, 10);
+}
+
+on_each_runtime!(after_close_every_input_comes_back_closed);
+fn after_close_every_input_comes_back_closed(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    engine.close();
+    let answered = outcomes(engine.submit_many((0..6).map(|i| (i, i))));
+    for (i, outcome) in answered.into_iter().enumerate() {
+        match outcome {
+            Err(FerryError::Refused {
+                input,
+                reason: Refused::Closed,
+            }) => assert_eq!(input, i as u64),
+            other => panic!("input {i}: {other:?}"),
+        }
+    }
+    engine.join();
+}
+
+on_each_runtime!(a_batcher_hands_many_over_at_once);
+fn a_batcher_hands_many_over_at_once(runtime: Runtime) {
+    let batcher: Batcher<u64, u64, String> = Batcher::builder()
+        .runtime(runtime)
+        .shards(2)
+        .pin(false)
+        .max_batch_size(16)
+        .start(|_| |inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+        .unwrap();
+    let answered = block_on(join_all(batcher.submit_many(0..300)));
+    assert_eq!(answered, (0..300).map(Ok).collect::<Vec<_>>());
+    batcher.close();
+    batcher.join();
+    let total = batcher.stats().total();
+    assert_eq!(
+        (total.admitted, total.sent, total.answered),
+        (300, 300, 300)
+    );
+    assert!(
+        total.batches < 300,
+        "inputs handed over together batch together"
+    );
+}
