@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Instructions per input on the steady path, counted by callgrind.
+#
+# Runs the fixed workload of bench/examples/steady.rs under
+# `valgrind --tool=callgrind` for each case below, once with $INPUTS inputs
+# and once with none (the same binary, threads and start-up), and prints
+# (instructions with inputs - instructions without) / inputs. Unlike a
+# timing, the count does not depend on what else the machine is doing.
+#
+#   bash bench/callgrind.sh            # INPUTS=200000 by default
+#   INPUTS=1000000 bash bench/callgrind.sh
+#
+# The shards run on tokio: under valgrind (3.19 here) a glommio shard
+# never finishes starting; the run hangs without using any CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+inputs=${INPUTS:-200000}
+runtime=tokio
+# mode and keys of each case (keys are unused by the unkeyed batcher).
+cases=("submit 1000" "submit 100000" "local 1000" "batcher 1000")
+
+if ! command -v valgrind >/dev/null; then
+    echo "callgrind.sh: valgrind is not installed (on Debian or Ubuntu: apt-get install valgrind)" >&2
+    exit 1
+fi
+if ! [[ $inputs =~ ^[1-9][0-9]*$ ]]; then
+    echo "callgrind.sh: INPUTS must be a positive number, not '$inputs'" >&2
+    exit 1
+fi
+
+# Where cargo put the example, whatever the target directory is.
+built=$(cargo build --release -p ferry-bench --example steady --message-format=json-render-diagnostics)
+bin=$(sed -n 's/.*"executable":"\([^"]*\/steady\)".*/\1/p' <<<"$built" | tail -n 1)
+if [[ ! -x $bin ]]; then
+    echo "callgrind.sh: cargo built no steady example" >&2
+    exit 1
+fi
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/ferry-callgrind.XXXXXX")
+
+# Prints the instructions of one run of the example with these arguments;
+# its callgrind output, log and report stay in $out.
+instructions() {
+    local name="$out/$1-$2-$3"
+    if ! valgrind --tool=callgrind --callgrind-out-file="$name.callgrind" \
+        "$bin" "$1" "$2" "$3" "$runtime" >"$name.report" 2>"$name.log"; then
+        echo "callgrind.sh: the run '$1 $2 $3' failed; its log:" >&2
+        cat "$name.log" >&2
+        exit 1
+    fi
+    local total
+    total=$(awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$name.callgrind")
+    if [[ -z $total ]]; then
+        echo "callgrind.sh: no total in $name.callgrind" >&2
+        exit 1
+    fi
+    echo "$total"
+}
+
+# The batches of a run, from the example's report ("... in N batches").
+batches() {
+    sed -n 's/.* in \([0-9]*\) batches$/\1/p' "$out/$1-$2-$3.report"
+}
+
+echo "callgrind: $inputs inputs per case, 2 shards on $runtime, files in $out"
+printf '%-8s %7s %19s %13s\n' mode keys instructions/input inputs/batch
+for case in "${cases[@]}"; do
+    read -r mode keys <<<"$case"
+    baseline=$(instructions "$mode" 0 "$keys")
+    total=$(instructions "$mode" "$inputs" "$keys")
+    sent=$(batches "$mode" "$inputs" "$keys")
+    [[ $mode == batcher ]] && keys=-
+    awk -v mode="$mode" -v keys="$keys" -v total="$total" -v baseline="$baseline" \
+        -v inputs="$inputs" -v sent="$sent" \
+        'BEGIN { printf "%-8s %7s %19.0f %13.2f\n", mode, keys, (total - baseline) / inputs, inputs / sent }'
+done

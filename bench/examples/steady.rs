@@ -1,0 +1,253 @@
+//! A fixed workload on the steady path, for counting what an input costs in
+//! instructions: `bench/callgrind.sh` runs it under
+//! `valgrind --tool=callgrind`, once with inputs and once with none, and
+//! divides the difference by the inputs.
+//!
+//! ```text
+//! cargo build --release -p ferry-bench --example steady
+//! target/release/examples/steady <submit|local|batcher> <inputs> <keys> [auto|glommio|tokio]
+//! ```
+//!
+//! Two shards, unpinned, no spin and no doze (see `steady`), an instant
+//! batch function (it hands its inputs back), the defaults otherwise. The
+//! runtime is `Runtime::Auto` unless named; `bench/callgrind.sh` names
+//! tokio, as glommio does not run under valgrind.
+//!
+//! - `submit`: two caller threads call `Engine::submit`, each keeping
+//!   `IN_FLIGHT_PER_CALLER` inputs in flight; thread `t` submits inputs
+//!   `t, t + 2, t + 4, …`, input `i` with key `i % keys`.
+//! - `local`: one task on each shard (`Engine::spawn_on`) calls
+//!   `Engine::submit_local` with as many in flight, for that shard's own
+//!   keys among `0..keys` only, taking them in turn; shard 0 has the first
+//!   half of the inputs (rounded up), shard 1 the rest.
+//! - `batcher`: two caller threads on an unkeyed `Batcher` (`keys` unused),
+//!   each keeping to its own shard.
+//!
+//! Everything but the inputs is the same with zero inputs (the threads,
+//! the engine's start and close, the per-shard key lists), so a run with
+//! zero inputs is the baseline to subtract. It prints the inputs done.
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ferry::{Batcher, Builder, Engine, FerryError, Runtime, ShardId};
+use futures::stream::{FuturesUnordered, StreamExt};
+
+/// Shards, and caller threads in the `submit` and `batcher` modes.
+const SHARDS: usize = 2;
+
+/// Inputs each caller (thread or shard task) keeps in flight.
+const IN_FLIGHT_PER_CALLER: usize = 1_000;
+
+const USAGE: &str = "usage: steady <submit|local|batcher> <inputs> <keys> [auto|glommio|tokio]";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Submit,
+    Local,
+    Batcher,
+}
+
+struct Workload {
+    mode: Mode,
+    inputs: usize,
+    keys: u64,
+    runtime: Runtime,
+}
+
+fn main() -> ExitCode {
+    let workload = match parse(std::env::args().skip(1).collect()) {
+        Ok(workload) => workload,
+        Err(why) => {
+            eprintln!("steady: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let (done, batches, runtime) = match workload.mode {
+        Mode::Submit => run_submit(&workload),
+        Mode::Local => run_local(&workload),
+        Mode::Batcher => run_batcher(&workload),
+    };
+    println!(
+        "steady: {:?} mode, {} keys, {runtime:?} shards: {done} inputs done in {batches} batches",
+        workload.mode, workload.keys
+    );
+    if done == workload.inputs {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("steady: {} inputs submitted, {done} done", workload.inputs);
+        ExitCode::FAILURE
+    }
+}
+
+fn parse(args: Vec<String>) -> Result<Workload, String> {
+    let [mode, inputs, keys, rest @ ..] = args.as_slice() else {
+        return Err("three arguments are needed".to_string());
+    };
+    let mode = match mode.as_str() {
+        "submit" => Mode::Submit,
+        "local" => Mode::Local,
+        "batcher" => Mode::Batcher,
+        other => return Err(format!("unknown mode `{other}`")),
+    };
+    let inputs = inputs
+        .parse()
+        .map_err(|_| format!("`{inputs}` is not a number of inputs"))?;
+    let keys: u64 = keys
+        .parse()
+        .map_err(|_| format!("`{keys}` is not a number of keys"))?;
+    if keys == 0 {
+        return Err("keys must be at least 1".to_string());
+    }
+    let runtime = match rest {
+        [] => Runtime::Auto,
+        [runtime] => match runtime.as_str() {
+            "auto" => Runtime::Auto,
+            "glommio" => Runtime::Glommio,
+            "tokio" => Runtime::Tokio,
+            other => return Err(format!("unknown runtime `{other}`")),
+        },
+        _ => return Err("at most four arguments".to_string()),
+    };
+    Ok(Workload {
+        mode,
+        inputs,
+        keys,
+        runtime,
+    })
+}
+
+/// The shards' settings, the same for every mode.
+///
+/// No spin and no doze: an idle shard parks at once. Spinning and dozing
+/// last a span of wall-clock time, so the number of looks a shard takes
+/// while it waits, and the instructions they cost, would follow how fast
+/// the machine (or valgrind) runs and what else it runs. An instruction
+/// count should measure the work an input takes, not how long anyone spun.
+fn steady<K, M>(
+    builder: Builder<K, u64, u64, (), M>,
+    runtime: Runtime,
+) -> Builder<K, u64, u64, (), M> {
+    builder
+        .shards(SHARDS)
+        .pin(false)
+        .runtime(runtime)
+        .spin_before_park(Duration::ZERO)
+        .doze_before_park(Duration::ZERO)
+}
+
+/// Two caller threads on `Engine::submit`. Returns (done, batches, runtime).
+fn run_submit(workload: &Workload) -> (usize, u64, Runtime) {
+    let engine: Engine<u64, u64, u64, ()> = steady(Engine::builder(), workload.runtime)
+        .start(|_shard| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, ()>(inputs) })
+        .expect("the engine starts");
+    let keys = workload.keys;
+    let done = on_caller_threads(workload.inputs, |i| {
+        let input = i as u64;
+        engine.submit(input % keys, input)
+    });
+    engine.close();
+    engine.join();
+    (done, engine.stats().total().batches, engine.runtime())
+}
+
+/// One task per shard on `Engine::submit_local`, each for its own keys.
+fn run_local(workload: &Workload) -> (usize, u64, Runtime) {
+    let engine: Engine<u64, u64, u64, ()> = steady(Engine::builder(), workload.runtime)
+        .start(|_shard| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, ()>(inputs) })
+        .expect("the engine starts");
+    let mut answers = Vec::with_capacity(SHARDS);
+    for shard in 0..SHARDS {
+        let shard = ShardId::new(shard);
+        let own: Vec<u64> = (0..workload.keys)
+            .filter(|key| engine.shard_of(key) == shard)
+            .collect();
+        assert!(!own.is_empty(), "{shard} owns none of the keys");
+        let inputs = share(workload.inputs, shard.index());
+        let (tell, answer) = futures::channel::oneshot::channel();
+        let on_shard = engine.clone();
+        engine
+            .spawn_on(shard, move || async move {
+                let done = in_flight(inputs, |j| {
+                    let key = own[j % own.len()];
+                    on_shard.submit_local(key, j as u64)
+                })
+                .await;
+                let _ = tell.send(done);
+            })
+            .expect("the shard takes the task");
+        answers.push(answer);
+    }
+    let done = answers
+        .into_iter()
+        .map(|answer| futures::executor::block_on(answer).expect("the task ran to the end"))
+        .sum();
+    engine.close();
+    engine.join();
+    (done, engine.stats().total().batches, engine.runtime())
+}
+
+/// Two caller threads on an unkeyed `Batcher`.
+fn run_batcher(workload: &Workload) -> (usize, u64, Runtime) {
+    let batcher: Batcher<u64, u64, ()> = steady(Batcher::builder(), workload.runtime)
+        .start(|_shard| |inputs: Vec<u64>| async move { Ok::<_, ()>(inputs) })
+        .expect("the batcher starts");
+    let done = on_caller_threads(workload.inputs, |i| batcher.submit(i as u64));
+    batcher.close();
+    batcher.join();
+    (done, batcher.stats().total().batches, batcher.runtime())
+}
+
+/// Caller `index`'s share of `inputs` split `SHARDS` ways, the first
+/// callers taking one more when it does not divide.
+fn share(inputs: usize, index: usize) -> usize {
+    inputs / SHARDS + usize::from(index < inputs % SHARDS)
+}
+
+/// Runs `SHARDS` caller threads; thread `t` submits inputs `t, t + SHARDS,
+/// …` below `inputs`. Returns the inputs answered with their output.
+fn on_caller_threads<S, F>(inputs: usize, submit: S) -> usize
+where
+    S: Fn(usize) -> F + Sync,
+    F: Future<Output = Result<u64, FerryError<u64, ()>>>,
+{
+    std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..SHARDS)
+            .map(|caller| {
+                let submit = &submit;
+                scope.spawn(move || {
+                    let mine = share(inputs, caller);
+                    futures::executor::block_on(in_flight(mine, |j| submit(caller + j * SHARDS)))
+                })
+            })
+            .collect();
+        callers
+            .into_iter()
+            .map(|caller| caller.join().expect("a caller thread panicked"))
+            .sum()
+    })
+}
+
+/// Submits `inputs` inputs (`submit(0)`, `submit(1)`, …), keeping at most
+/// `IN_FLIGHT_PER_CALLER` in flight, and counts those answered with
+/// their output.
+async fn in_flight<S, F>(inputs: usize, mut submit: S) -> usize
+where
+    S: FnMut(usize) -> F,
+    F: Future<Output = Result<u64, FerryError<u64, ()>>>,
+{
+    let mut running = FuturesUnordered::new();
+    let (mut next, mut done) = (0, 0);
+    loop {
+        while next < inputs && running.len() < IN_FLIGHT_PER_CALLER {
+            running.push(submit(next));
+            next += 1;
+        }
+        match running.next().await {
+            Some(Ok(_)) => done += 1,
+            Some(Err(err)) => panic!("an input was refused or failed: {err:?}"),
+            None => return done,
+        }
+    }
+}
