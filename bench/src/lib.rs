@@ -1,8 +1,11 @@
 //! `ferry-bench`: the `ferry-load` tool, which puts load on Ferry and on the
-//! alternatives it is compared with, all talking to one simulated store.
+//! alternatives it is compared with, all talking to one store: simulated, or
+//! a real PostgreSQL or Redis server.
 //!
-//! - [`store`]: the simulated store (versions, conditional writes, round
-//!   trips timed by its own thread);
+//! - [`store`]: the store (per key a version and a value, a read and a
+//!   conditional write per batch), its connections and pools, the
+//!   simulated one ([`store::sim`], round trips timed by its own thread)
+//!   and the real ones;
 //! - [`dist`]: which key each input goes to;
 //! - [`cpu`]: CPU time used by the process, for a cost per input;
 //! - [`load`]: the generator threads, closed or open loop, and one run;
@@ -19,7 +22,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! let store = store::Store::start(1_000, Duration::from_millis(1)).unwrap();
+//! let store = store::Store::sim(1_000, Duration::from_millis(1)).unwrap();
 //! let load = load::Load {
 //!     mode: load::Mode::Closed { clients: 100 },
 //!     generators: 1,
@@ -39,9 +42,11 @@
 //!     spin_before_park: Duration::ZERO,
 //!     doze_before_park: Duration::ZERO,
 //!     runtime: ferry::Runtime::Auto,
+//!     pool_connections: 2,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);
+//! assert!(result.read_back_matches());
 //! ```
 #![warn(missing_docs)]
 

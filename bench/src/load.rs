@@ -27,7 +27,7 @@
 //! counts of submitted, answered and refused inputs cover the whole run, so
 //! an input that never came back is *lost* whenever it was sent.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -97,6 +97,8 @@ pub struct Measured {
     pub submitted: u64,
     /// Inputs answered with success (whole run).
     pub done: u64,
+    /// The sum of those inputs (wrapping), for the store's read-back.
+    pub done_sum: u64,
     /// Inputs answered with an error (whole run).
     pub failed: u64,
     /// Inputs refused at once (whole run).
@@ -184,6 +186,7 @@ impl Timeline {
 struct Published {
     submitted: AtomicU64,
     done: AtomicU64,
+    done_sum: AtomicU64,
     failed: AtomicU64,
     refused: AtomicU64,
     done_in_window: AtomicU64,
@@ -197,6 +200,7 @@ impl Default for Published {
         Self {
             submitted: AtomicU64::new(0),
             done: AtomicU64::new(0),
+            done_sum: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             done_in_window: AtomicU64::new(0),
@@ -320,6 +324,9 @@ pub fn drive<S: System>(
     Measured {
         submitted: sum(|p| &p.submitted),
         done: sum(|p| &p.done),
+        done_sum: published.iter().fold(0, |total, p| {
+            total.wrapping_add(p.done_sum.load(Ordering::Relaxed))
+        }),
         failed: sum(|p| &p.failed),
         refused: sum(|p| &p.refused),
         done_in_window: sum(|p| &p.done_in_window),
@@ -348,16 +355,20 @@ struct Local<'a> {
     published: &'a Published,
     timeline: Timeline,
     latency: RefCell<Histogram<u64>>,
+    /// The sum of the inputs answered with success so far, published with
+    /// the latencies (a plain cell: no atomic per input for it).
+    done_sum: Cell<u64>,
 }
 
 impl Local<'_> {
-    /// Counts one outcome of an input sent (or meant to be sent) at `sent`.
-    fn count(&self, outcome: Outcome, sent: Instant) {
+    /// Counts one outcome of `input`, sent (or meant to be sent) at `sent`.
+    fn count(&self, outcome: Outcome, input: u64, sent: Instant) {
         let published = self.published;
         match outcome {
             Outcome::Done => {
                 let answered = Instant::now();
                 published.done.fetch_add(1, Ordering::Relaxed);
+                self.done_sum.set(self.done_sum.get().wrapping_add(input));
                 if self.timeline.in_window(answered) {
                     published.done_in_window.fetch_add(1, Ordering::Relaxed);
                 }
@@ -376,6 +387,9 @@ impl Local<'_> {
     }
 
     fn publish(&self) {
+        self.published
+            .done_sum
+            .store(self.done_sum.get(), Ordering::Relaxed);
         let mut local = self.latency.borrow_mut();
         if local.is_empty() {
             return;
@@ -404,6 +418,7 @@ fn generate<S: System>(
         published,
         timeline,
         latency: RefCell::new(new_histogram()),
+        done_sum: Cell::new(0),
     };
     let mut rng = Rng::new(load.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut schedule = match load.mode {
@@ -512,7 +527,7 @@ async fn closed_client<S: System>(
         input += 1;
         local.published.submitted.fetch_add(1, Ordering::Relaxed);
         let (outcome, waited) = Watched::new(system.submit(key, input)).await;
-        local.count(outcome, sent);
+        local.count(outcome, input, sent);
         if !waited {
             // Answered without ever waiting (a refusal, or a system with
             // nothing in between): let the other clients have a turn.
@@ -531,7 +546,7 @@ async fn open_input<S: System>(
 ) {
     local.published.submitted.fetch_add(1, Ordering::Relaxed);
     let outcome = system.submit(key, input).await;
-    local.count(outcome, intended);
+    local.count(outcome, input, intended);
 }
 
 /// An open-loop generator's share of the schedule: inputs

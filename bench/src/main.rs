@@ -1,9 +1,10 @@
 //! `ferry-load`: puts load on Ferry and the systems it is compared with, all
-//! against one simulated store, and reports throughput, batch sizes and
-//! latency. With no flags: the contended comparison (1,000 keys, zipf:1.0,
-//! 1 ms round trips, 2,000 closed-loop clients), all four systems, in under
-//! 30 seconds. With `--mode unkeyed`: `ferry::Batcher` against two unkeyed
-//! alternatives instead, under the same load.
+//! against one store (simulated, or a PostgreSQL or Redis server with
+//! `--store`), and reports throughput, batch sizes and latency. With no
+//! flags: the contended comparison (1,000 keys, zipf:1.0, 1 ms round trips,
+//! 2,000 closed-loop clients), all four systems, in under 30 seconds. With
+//! `--mode unkeyed`: `ferry::Batcher` against two unkeyed alternatives
+//! instead, under the same load.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -17,18 +18,21 @@ use ferry_bench::dist::{KeyDist, KeySampler};
 use ferry_bench::duration::{format_duration, parse_duration};
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::report::{self, JsonReport, RunResult};
-use ferry_bench::store::Store;
+use ferry_bench::store::{Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
-/// Load-test Ferry against a simulated store and compare it with a
-/// single-lock design, batch-aint-one, and no batching at all.
+/// Load-test Ferry against a store and compare it with a single-lock design,
+/// batch-aint-one, and no batching at all.
 ///
-/// Every system talks to the same simulated store: per key, one read and one
-/// conditional write per batch, each one round trip of --store-rtt. A write
-/// from a stale version is a conflict, counted and retried. Systems run one
-/// after another under the same load; the table shows each one's throughput,
-/// mean batch size, latency percentiles and counts. Exits non-zero if any
-/// input was lost or ferry saw a conflict.
+/// Every system talks to the same store (--store: simulated, PostgreSQL or
+/// Redis): per key a version and a value; per batch one read and one
+/// conditional write, each one round trip (of --store-rtt, on the sim). A
+/// write from a stale version is a conflict, counted and retried. Systems
+/// run one after another under the same load; after each, the store is read
+/// back. The table shows each one's throughput, mean batch size, latency
+/// percentiles and counts. Exits non-zero if any input was lost, ferry saw a
+/// conflict, or a read-back found other inputs than those answered with
+/// success.
 ///
 /// --mode unkeyed compares unkeyed batching instead (one stream, no key, many
 /// batches in flight at once): ferry's Batcher against batch-aint-one on one
@@ -87,8 +91,24 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1s")]
     warmup: Duration,
 
-    /// Round trip time of one store request (a batch makes two: read, write).
-    /// 0 answers at once, measuring the systems' own overhead
+    /// The store every system uses. sim: simulated in this process.
+    /// postgres://USER@HOST:PORT/DATABASE: a PostgreSQL server, where
+    /// ferry-load creates a table ferry_load_keys (key bigint primary key,
+    /// version bigint, value bigint; rows 0..K-1 for the keys, -1 for the
+    /// unkeyed stream), dropping one of that name first, and drops it at
+    /// the end. redis://HOST:PORT[/DB]: a Redis server, where it writes hashes
+    /// ferry-load:{k} (fields version, value) for k in 0..K and
+    /// ferry-load:stream, and deletes them at the end. A real store is reset
+    /// to zeros before each system's run and read back after it. On one,
+    /// ferry's (and batcher's) shards run on tokio with one connection each;
+    /// every other system shares a pool of as many connections as ferry has
+    /// at its largest shard count
+    #[arg(long, value_name = "sim|postgres://…|redis://…", default_value = "sim")]
+    store: StoreAddress,
+
+    /// Round trip time of one request to the simulated store (a batch makes
+    /// two: read, write). 0 answers at once, measuring the systems' own
+    /// overhead. A real store's round trip is its own
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1ms")]
     store_rtt: Duration,
 
@@ -111,7 +131,8 @@ struct Args {
 
     /// The runtime of ferry's (or batcher's) shards: auto (glommio where it
     /// can start, else tokio: a container without io_uring, a low locked-memory
-    /// limit), glommio, or tokio
+    /// limit), glommio, or tokio. With a real --store, tokio (its client
+    /// needs a tokio reactor on the shard's thread)
     #[arg(long, value_name = "auto|glommio|tokio", default_value = "auto", value_parser = parse_runtime)]
     runtime: ferry::Runtime,
 
@@ -199,6 +220,12 @@ impl Args {
         if self.duration.is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
+        if self.store.is_real() && self.runtime == ferry::Runtime::Glommio {
+            return Err(format!(
+                "--store {}: a real store's client runs on tokio; use --runtime tokio (or auto)",
+                self.store
+            ));
+        }
         self.systems()?;
         Ok(())
     }
@@ -252,9 +279,12 @@ impl Args {
                 report::thousands(self.clients as u64)
             )
         };
+        let store = match &self.store {
+            StoreAddress::Sim => format!("simulated store RTT {}", format_duration(self.store_rtt)),
+            real => format!("store {real}"),
+        };
         format!(
-            "{keys}, store RTT {}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
-            format_duration(self.store_rtt),
+            "{keys}, {store}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
             self.max_batch_size,
             format_duration(self.max_batch_delay),
             format_duration(self.duration),
@@ -316,11 +346,21 @@ fn parse_runtime(name: &str) -> Result<ferry::Runtime, String> {
     }
 }
 
-/// Runs every system; `Ok(false)` if a run lost inputs or ferry conflicted.
+/// Opens the store, runs every system on it, and ends it (a real store's
+/// table or keys removed) whatever the runs did; `Ok(false)` if a run lost
+/// inputs, ferry conflicted, or a read-back did not match.
 fn run(args: &Args) -> Result<bool, String> {
     let sampler = KeySampler::new(args.dist, args.keys)?;
-    let store = Store::start(args.keys, args.store_rtt)
-        .map_err(|err| format!("could not start the store thread: {err}"))?;
+    let store = Store::open(&args.store, args.keys, args.store_rtt)?;
+    let ran = run_on(args, sampler, store);
+    let stopped = store.stop();
+    let clean = ran?;
+    stopped.map_err(|problem| format!("cleaning up: {problem}"))?;
+    Ok(clean)
+}
+
+/// Every system on `store`, then the report.
+fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String> {
     let shard_counts = args.shard_counts();
     let settings = Settings {
         max_batch_size: args.max_batch_size,
@@ -332,10 +372,12 @@ fn run(args: &Args) -> Result<bool, String> {
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
         runtime: args.runtime,
+        pool_connections: shard_counts.iter().copied().max().unwrap_or(1),
     };
     // The systems without shards get as many workers (or batches at once)
-    // as the sharded one has slots at its largest shard count.
-    let single_lock_workers = args.max_in_flight * shard_counts.iter().copied().max().unwrap_or(1);
+    // as the sharded one has slots at its largest shard count, and as many
+    // store connections as it has shards.
+    let single_lock_workers = args.max_in_flight * settings.pool_connections;
     let load = Load {
         mode: if args.rate > 0.0 {
             Mode::Open {
@@ -422,7 +464,6 @@ fn run(args: &Args) -> Result<bool, String> {
             runs.push(result);
         }
     }
-    store.stop();
 
     println!();
     print!("{}", report::table(&runs));
@@ -434,11 +475,20 @@ fn run(args: &Args) -> Result<bool, String> {
     print!("{}", report::ratios(&runs, reference));
     print!("{}", report::store_timing(&runs));
     print!("{}", report::idle_stages(&runs));
+    print!("{}", report::read_backs(&runs));
+    print!("{}", report::server_cpu(&runs));
 
     if let Some(path) = &args.json {
-        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let command = std::env::args()
+            .map(|arg| match arg.parse::<StoreAddress>() {
+                Ok(address) => address.to_string(),
+                Err(_) => arg,
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
         let json = serde_json::to_string_pretty(&JsonReport {
             command,
+            store: store.kind(),
             runs: &runs,
         })
         .map_err(|err| format!("could not encode the results: {err}"))?;

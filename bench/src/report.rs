@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::load::{Measured, Phase, Progress};
+use crate::store::Contents;
 
 /// One measured run of one system at one shard count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -43,9 +44,14 @@ pub struct RunResult {
     pub completed: u64,
     /// Inputs answered with an error (whole run).
     pub failed: u64,
-    /// Inputs the store applied (whole run); equals `completed` when no
-    /// input was lost.
+    /// Inputs the store applied (whole run), as read back from it after
+    /// the run; equals `completed` when no input was lost.
     pub applied: u64,
+    /// The sum of the inputs answered with success (wrapping).
+    pub completed_sum: u64,
+    /// The sum of the inputs the store holds, as read back (wrapping);
+    /// equals `completed_sum` when no input was lost.
+    pub applied_sum: u64,
     /// How late the store delivered answers, median, µs (`None` with a
     /// zero round trip, where answers are immediate).
     pub store_late_p50_us: Option<f64>,
@@ -56,6 +62,10 @@ pub struct RunResult {
     /// CPU time of the whole process (every thread: system, generators,
     /// store) per input completed, over the whole run, µs.
     pub cpu_us_per_input: f64,
+    /// CPU time of a real store's server processes per input completed,
+    /// over the same time, µs (`None` for the sim, or a server whose CPU
+    /// time cannot be read from here).
+    pub server_cpu_us_per_input: Option<f64>,
     /// Length of the measured window, seconds.
     pub seconds: f64,
     /// Times per second, in the measured window, that the system's shards
@@ -70,13 +80,14 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Builds a row from what the load measured and what the store saw.
+    /// Builds a row from what the load measured and what the store saw
+    /// (`held`: what the run added to it, read back).
     pub fn new(
         system: &str,
         shards: Option<usize>,
         measured: &Measured,
         conflicts: u64,
-        applied: u64,
+        held: Contents,
         store_lateness: &Histogram<u64>,
     ) -> Self {
         let latency = &measured.latency;
@@ -114,16 +125,25 @@ impl RunResult {
             submitted: measured.submitted,
             completed: measured.done,
             failed: measured.failed,
-            applied,
+            applied: held.inputs,
+            completed_sum: measured.done_sum,
+            applied_sum: held.sum,
             store_late_p50_us: late(store_lateness.value_at_quantile(0.50)),
             store_late_p99_us: late(store_lateness.value_at_quantile(0.99)),
             store_late_max_us: late(store_lateness.max()),
             cpu_us_per_input: 0.0,
+            server_cpu_us_per_input: None,
             seconds: measured.window.as_secs_f64(),
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
             runtime: None,
         }
+    }
+
+    /// Whether the store, read back, holds exactly the inputs answered
+    /// with success: as many, with the same sum.
+    pub fn read_back_matches(&self) -> bool {
+        self.applied == self.completed && self.applied_sum == self.completed_sum
     }
 
     /// `ferry (2 shards)` or `single-lock`.
@@ -139,8 +159,10 @@ impl RunResult {
 /// The `--json` document.
 #[derive(Debug, Serialize)]
 pub struct JsonReport<'a> {
-    /// The command line that produced it.
+    /// The command line that produced it (a store URL's password hidden).
     pub command: String,
+    /// `sim`, `postgres` or `redis`.
+    pub store: &'a str,
     /// One entry per system and shard count.
     pub runs: &'a [RunResult],
 }
@@ -278,8 +300,9 @@ pub fn store_timing(runs: &[RunResult]) -> String {
     out
 }
 
-/// What went wrong, one line each: lost inputs, conflicts under ferry,
-/// inputs answered but not applied. Empty when the run is clean.
+/// What went wrong, one line each: lost inputs, conflicts under ferry, a
+/// store that does not hold exactly the inputs answered with success.
+/// Empty when the run is clean.
 pub fn problems(runs: &[RunResult]) -> Vec<String> {
     let mut problems = Vec::new();
     for run in runs {
@@ -298,16 +321,56 @@ pub fn problems(runs: &[RunResult]) -> Vec<String> {
                 run.conflicts
             ));
         }
-        if run.lost == 0 && run.applied != run.completed {
+        if run.lost == 0 && !run.read_back_matches() {
             problems.push(format!(
-                "{}: the store applied {} inputs but {} were answered with success",
+                "{}: read back, the store holds {} inputs summing to {}, but {} inputs summing to {} were answered with success",
                 run.label(),
                 run.applied,
-                run.completed
+                run.applied_sum,
+                run.completed,
+                run.completed_sum
             ));
         }
     }
     problems
+}
+
+/// What each run's read-back found: the store holding exactly the inputs
+/// answered with success, or not (then [`problems`] says so too).
+pub fn read_backs(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        let verdict = if run.read_back_matches() {
+            "exactly the inputs answered with success"
+        } else {
+            "NOT the inputs answered with success"
+        };
+        let _ = writeln!(
+            out,
+            "read back, {}: {} inputs summing to {}, {verdict}",
+            run.label(),
+            thousands(run.applied),
+            thousands(run.applied_sum),
+        );
+    }
+    out
+}
+
+/// Each run's server CPU time per input, for runs on a real store whose
+/// server's CPU time could be read.
+pub fn server_cpu(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        if let Some(us) = run.server_cpu_us_per_input {
+            let _ = writeln!(
+                out,
+                "store server CPU, {}: {us:.2} µs per input ({:.2} s in all)",
+                run.label(),
+                us * run.completed as f64 / 1e6
+            );
+        }
+    }
+    out
 }
 
 /// The live progress line of one run.
@@ -372,10 +435,13 @@ mod tests {
             completed: 10,
             failed: 0,
             applied: 10,
+            completed_sum: 55,
+            applied_sum: 55,
             store_late_p50_us: None,
             store_late_p99_us: None,
             store_late_max_us: None,
             cpu_us_per_input: 1.0,
+            server_cpu_us_per_input: None,
             seconds: 1.0,
             dozes_per_s: None,
             parks_per_s: None,
@@ -468,10 +534,46 @@ mod tests {
     }
 
     #[test]
+    fn a_read_back_off_by_a_count_or_a_sum_is_a_problem() {
+        let clean = run("batch-aint-one", None, 1.0);
+        let mut short = run("single-lock", None, 1.0);
+        short.applied = 9;
+        let mut swapped = run("ferry", Some(2), 1.0);
+        // As many inputs, but not the ones answered (one applied twice, one
+        // never).
+        swapped.applied_sum = 54;
+        let runs = [clean, short, swapped];
+        let problems = problems(&runs);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems.iter().all(|p| p.contains("read back")),
+            "{problems:?}"
+        );
+        let told = read_backs(&runs);
+        assert_eq!(told.lines().count(), 3, "{told}");
+        assert!(told
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("exactly the inputs answered with success"));
+        assert!(
+            told.contains("ferry (2 shards): 10 inputs summing to 54, NOT"),
+            "{told}"
+        );
+        let mut on_server = run("ferry", Some(1), 1.0);
+        on_server.server_cpu_us_per_input = Some(12.5);
+        assert_eq!(
+            server_cpu(&[on_server, run("unbatched", None, 1.0)]),
+            "store server CPU, ferry (1 shard): 12.50 µs per input (0.00 s in all)\n"
+        );
+    }
+
+    #[test]
     fn json_has_the_spec_fields() {
         let runs = [run("ferry", Some(2), 1.0)];
         let json = serde_json::to_value(JsonReport {
             command: "ferry-load".to_string(),
+            store: "sim",
             runs: &runs,
         })
         .unwrap();

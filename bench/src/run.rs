@@ -1,13 +1,15 @@
-//! One measured run: start a system on the shared store, put the load on it,
-//! close it, and turn what was seen into a [`RunResult`].
+//! One measured run: reset the shared store, start a system on it, put the
+//! load on it, close it, read the store back, and turn what was seen into a
+//! [`RunResult`].
 //!
 //! Systems run one after another, never at once, so each has the machine to
-//! itself; the store is shared, and its counters are read before and after.
+//! itself; the store is shared, and its counters and contents are read
+//! before and after (a real store is also reset to zeros before each run).
 
 use crate::cpu::process_cpu_time;
 use crate::load::{drive, Load, Progress};
 use crate::report::RunResult;
-use crate::store::Store;
+use crate::store::{Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
@@ -17,43 +19,40 @@ use crate::systems::unbatched::Unbatched;
 use crate::systems::{Settings, System, SystemKind, UnkeyedKind};
 
 /// Runs `kind` under `load`. `shards` is ferry's shard count (ignored by the
-/// others); single-lock runs `single_lock_workers` workers.
+/// others); single-lock runs `single_lock_workers` workers; the systems
+/// without shards share `settings.pool_connections` store connections.
 pub fn run(
     kind: SystemKind,
     shards: Option<usize>,
     single_lock_workers: usize,
     settings: &Settings,
-    store: &'static Store,
+    store: Store,
     load: &Load,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
-    let could_not_start = |err: &dyn std::fmt::Display| format!("{kind} did not start: {err}");
+    store.reset()?;
+    let could_not_start = |err: String| format!("{kind} did not start: {err}");
+    let connections = settings.pool_connections;
+    let name = kind.name();
     match kind {
         SystemKind::Ferry => {
             let shards = shards.unwrap_or(1);
-            let system =
-                FerrySystem::start(settings, shards, store).map_err(|e| could_not_start(&e))?;
-            Ok(measure(
-                kind.name(),
-                Some(shards),
-                system,
-                store,
-                load,
-                on_progress,
-            ))
+            let system = FerrySystem::start(settings, shards, store).map_err(could_not_start)?;
+            measure(name, Some(shards), system, store, load, on_progress)
         }
         SystemKind::SingleLock => {
-            let system = SingleLock::start(settings, single_lock_workers, store)
-                .map_err(|e| could_not_start(&e))?;
-            Ok(measure(kind.name(), None, system, store, load, on_progress))
+            let system = SingleLock::start(settings, single_lock_workers, store, connections)
+                .map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
         SystemKind::BatchAintOne => {
-            let system = BatchAintOne::start(settings, store).map_err(|e| could_not_start(&e))?;
-            Ok(measure(kind.name(), None, system, store, load, on_progress))
+            let system =
+                BatchAintOne::start(settings, store, connections).map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
         SystemKind::Unbatched => {
-            let system = Unbatched::start(store);
-            Ok(measure(kind.name(), None, system, store, load, on_progress))
+            let system = Unbatched::start(settings, store, connections).map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
     }
 }
@@ -67,35 +66,29 @@ pub fn run_unkeyed(
     shards: Option<usize>,
     slots: usize,
     settings: &Settings,
-    store: &'static Store,
+    store: Store,
     load: &Load,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
-    let could_not_start = |err: &dyn std::fmt::Display| format!("{kind} did not start: {err}");
+    store.reset()?;
+    let could_not_start = |err: String| format!("{kind} did not start: {err}");
+    let connections = settings.pool_connections;
     let name = kind.name();
     match kind {
         UnkeyedKind::Batcher => {
             let shards = shards.unwrap_or(1);
-            let system =
-                BatcherSystem::start(settings, shards, store).map_err(|e| could_not_start(&e))?;
-            Ok(measure(
-                name,
-                Some(shards),
-                system,
-                store,
-                load,
-                on_progress,
-            ))
+            let system = BatcherSystem::start(settings, shards, store).map_err(could_not_start)?;
+            measure(name, Some(shards), system, store, load, on_progress)
         }
         UnkeyedKind::BatchAintOne => {
-            let system = BatchAintOne::start_unkeyed(settings, slots, store)
-                .map_err(|e| could_not_start(&e))?;
-            Ok(measure(name, None, system, store, load, on_progress))
+            let system = BatchAintOne::start_unkeyed(settings, slots, store, connections)
+                .map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
         UnkeyedKind::SingleLockFifo => {
-            let system =
-                SingleLockFifo::start(settings, slots, store).map_err(|e| could_not_start(&e))?;
-            Ok(measure(name, None, system, store, load, on_progress))
+            let system = SingleLockFifo::start(settings, slots, store, connections)
+                .map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
     }
 }
@@ -104,33 +97,44 @@ fn measure<S: System>(
     name: &str,
     shards: Option<usize>,
     mut system: S,
-    store: &'static Store,
+    store: Store,
     load: &Load,
     on_progress: impl FnMut(&Progress),
-) -> RunResult {
+) -> Result<RunResult, String> {
     let conflicts_before = store.conflicts();
-    let applied_before = store.applied();
+    let held_before = store.contents()?;
     let _ = store.take_lateness();
+    let server_cpu_before = store.server_cpu_time();
     let cpu_before = process_cpu_time();
     let measured = drive(&system, load, on_progress);
     let cpu = process_cpu_time().saturating_sub(cpu_before);
+    let server_cpu = server_cpu_before
+        .zip(store.server_cpu_time())
+        .map(|(before, after)| after.saturating_sub(before));
     if !measured.gave_up {
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
     }
     let conflicts = store.conflicts() - conflicts_before;
-    let applied = store.applied() - applied_before;
+    // Read back once the system is closed, so no batch is still writing.
+    let held: Contents = store.contents()?.since(held_before);
     let lateness = store.take_lateness();
-    let mut result = RunResult::new(name, shards, &measured, conflicts, applied, &lateness);
+    let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
-    result.cpu_us_per_input = if measured.done == 0 {
-        0.0
-    } else {
-        (cpu.as_secs_f64() * 1e6 / measured.done as f64 * 100.0).round() / 100.0
-    };
+    result.cpu_us_per_input = per_input_us(cpu, measured.done);
+    result.server_cpu_us_per_input = server_cpu.map(|time| per_input_us(time, measured.done));
     if measured.gave_up {
         // Leak it rather than block on inputs that will never come back.
         std::mem::forget(system);
     }
-    result
+    Ok(result)
+}
+
+/// `time` per input of `inputs`, µs, to two decimals (0 without inputs).
+fn per_input_us(time: std::time::Duration, inputs: u64) -> f64 {
+    if inputs == 0 {
+        0.0
+    } else {
+        (time.as_secs_f64() * 1e6 / inputs as f64 * 100.0).round() / 100.0
+    }
 }

@@ -27,6 +27,7 @@ fn settings() -> Settings {
         // store answers.
         doze_before_park: Duration::from_millis(2),
         runtime: ferry::Runtime::Auto,
+        pool_connections: 1,
     }
 }
 
@@ -43,9 +44,9 @@ fn load(mode: Mode) -> Load {
 }
 
 fn measure(kind: SystemKind, rtt: Duration, mode: Mode) -> RunResult {
-    let store = Store::start(KEYS, rtt).unwrap();
+    let store = Store::sim(KEYS, rtt).unwrap();
     let result = run(kind, Some(1), 8, &settings(), store, &load(mode), |_| {}).unwrap();
-    store.stop();
+    store.stop().unwrap();
     result
 }
 
@@ -53,6 +54,7 @@ fn assert_clean(result: &RunResult) {
     assert_eq!(result.lost, 0, "{result:?}");
     assert!(result.completed > 0, "nothing was answered: {result:?}");
     assert_eq!(result.applied, result.completed, "{result:?}");
+    assert_eq!(result.applied_sum, result.completed_sum, "{result:?}");
     assert_eq!(result.failed, 0, "{result:?}");
     assert!(result.throughput > 0.0 && result.p50_us > 0.0, "{result:?}");
     assert!(

@@ -103,6 +103,7 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         spin_before_park: Duration::ZERO,
         doze_before_park: Duration::from_millis(2),
         runtime: ferry::Runtime::Auto,
+        pool_connections: 1,
     };
     let load = Load {
         mode: Mode::Closed { clients: CLIENTS },
@@ -113,9 +114,9 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         drain_timeout: Duration::from_secs(10),
         seed: 7,
     };
-    let store = Store::start(10, rtt).unwrap();
+    let store = Store::sim(10, rtt).unwrap();
     let result = run_unkeyed(kind, Some(1), SLOTS, &settings, store, &load, |_| {}).unwrap();
-    store.stop();
+    store.stop().unwrap();
     result
 }
 
@@ -126,6 +127,7 @@ fn assert_clean(kind: UnkeyedKind, result: &RunResult) {
     assert_eq!(result.failed, 0, "{result:?}");
     assert_eq!(result.conflicts, 0, "{result:?}");
     assert_eq!(result.applied, result.completed, "{result:?}");
+    assert_eq!(result.applied_sum, result.completed_sum, "{result:?}");
     assert!(
         problems(std::slice::from_ref(result)).is_empty(),
         "{result:?}"

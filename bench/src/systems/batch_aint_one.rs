@@ -16,9 +16,10 @@
 //! `Immediate` a batch starts whenever an item waits and fewer than that
 //! many batches run, so batches grow only while every slot is busy, as
 //! `ferry::Batcher`'s do with a zero delay. Each batch is one
-//! [`Store::apply_unkeyed`].
+//! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed).
 //!
-//! Either way its worker and batches run on a tokio multi-threaded runtime.
+//! Either way its worker and batches run on a tokio multi-threaded runtime,
+//! and its batches share a [`Pool`] of connections made on that runtime.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,8 +28,8 @@ use std::sync::Arc;
 
 use batch_aint_one::{BatchError, Batcher, BatchingPolicy, Limits, Processor};
 
-use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Keying, Outcome, Settings, System};
+use crate::store::{Pool, Store, StoreError};
+use crate::systems::{outputs, tokio_runtime, BatchCounts, Keying, Outcome, Settings, System};
 
 /// The key every input is added with when unkeyed.
 pub const ONE_KEY: u64 = 0;
@@ -47,11 +48,12 @@ struct Counts {
     inputs: AtomicU64,
 }
 
-/// The batch function: one [`Store::apply`] per batch (one
-/// [`Store::apply_unkeyed`] when unkeyed), nothing to acquire.
+/// The batch function: one
+/// [`Connection::apply`](crate::store::Connection::apply) per batch (one
+/// `apply_unkeyed` when unkeyed), nothing to acquire.
 #[derive(Clone, Debug)]
 struct StoreProcessor {
-    store: &'static Store,
+    pool: Arc<Pool>,
     counts: Arc<Counts>,
     keying: Keying,
 }
@@ -73,15 +75,18 @@ impl Processor for StoreProcessor {
         inputs: impl Iterator<Item = u64> + Send,
         _resources: (),
     ) -> impl Future<Output = Result<Vec<u64>, StoreError>> + Send {
-        let count = inputs.count() as u64;
+        let (count, sum) = inputs.fold((0_u64, 0_u64), |(count, sum), input| {
+            (count + 1, sum.wrapping_add(input))
+        });
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
         self.counts.inputs.fetch_add(count, Ordering::Relaxed);
-        let (store, keying) = (self.store, self.keying);
+        let connection = self.pool.get();
+        let applying = match self.keying {
+            Keying::Keyed => futures::future::Either::Left(connection.apply(key, count, sum)),
+            Keying::Unkeyed => futures::future::Either::Right(connection.apply_unkeyed(count, sum)),
+        };
         async move {
-            let version = match keying {
-                Keying::Keyed => store.apply(key, count).await?,
-                Keying::Unkeyed => store.apply_unkeyed(count).await?,
-            };
+            let version = applying.await?;
             Ok(outputs(version, count))
         }
     }
@@ -89,9 +94,10 @@ impl Processor for StoreProcessor {
 
 impl BatchAintOne {
     /// Starts the batcher, one batch per key at once, on a tokio runtime of
-    /// `settings.tokio_workers` threads.
-    pub fn start(settings: &Settings, store: &'static Store) -> std::io::Result<Self> {
-        Self::start_with(settings, store, Keying::Keyed, 1)
+    /// `settings.tokio_workers` threads, its batches sharing `connections`
+    /// connections to `store`.
+    pub fn start(settings: &Settings, store: Store, connections: usize) -> Result<Self, String> {
+        Self::start_with(settings, store, connections, Keying::Keyed, 1)
     }
 
     /// Starts it for one unkeyed stream: every input on [`ONE_KEY`], up to
@@ -99,22 +105,21 @@ impl BatchAintOne {
     pub fn start_unkeyed(
         settings: &Settings,
         slots: usize,
-        store: &'static Store,
-    ) -> std::io::Result<Self> {
-        Self::start_with(settings, store, Keying::Unkeyed, slots)
+        store: Store,
+        connections: usize,
+    ) -> Result<Self, String> {
+        Self::start_with(settings, store, connections, Keying::Unkeyed, slots)
     }
 
     fn start_with(
         settings: &Settings,
-        store: &'static Store,
+        store: Store,
+        connections: usize,
         keying: Keying,
         key_concurrency: usize,
-    ) -> std::io::Result<Self> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(settings.tokio_workers)
-            .thread_name("batch-aint-one")
-            .enable_time()
-            .build()?;
+    ) -> Result<Self, String> {
+        let runtime = tokio_runtime("batch-aint-one", settings.tokio_workers, store)?;
+        let pool = Arc::new(Pool::open(store, connections, Some(&runtime))?);
         let counts = Arc::new(Counts::default());
         let limits = Limits::builder()
             .max_batch_size(settings.max_batch_size)
@@ -123,7 +128,7 @@ impl BatchAintOne {
             .max_items_awaiting_worker(settings.max_queueing)
             .build();
         let processor = StoreProcessor {
-            store,
+            pool,
             counts: Arc::clone(&counts),
             keying,
         };

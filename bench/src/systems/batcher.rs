@@ -1,9 +1,11 @@
 //! `batcher`: this engine's unkeyed form, [`ferry::Batcher`] (SPEC §9), its
-//! batch function one [`Store::apply_unkeyed`] per batch.
+//! batch function one
+//! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed)
+//! per batch.
 //!
-//! Set up like [`ferry`](super::ferry): the same shards, pinning, bounds
-//! and idle stages from the command line, `max_in_flight` batches at once
-//! per shard. The batcher spreads inputs by caller thread (each keeps to
+//! Set up like [`ferry`](super::ferry): the same shards, pinning, bounds,
+//! idle stages and runtime from the command line, `max_in_flight` batches
+//! at once per shard, one store connection per shard made in its factory. The batcher spreads inputs by caller thread (each keeps to
 //! one shard), so here a generator thread is a caller: with fewer
 //! generators than shards, some shards get no work.
 
@@ -13,7 +15,7 @@ use futures::FutureExt;
 use ferry::{Batcher, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::ferry::outcome;
+use crate::systems::ferry::{outcome, shard_runtime};
 use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
 
 type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
@@ -26,13 +28,10 @@ pub struct BatcherSystem {
 
 impl BatcherSystem {
     /// Starts a batcher of `shards` shards on `store`.
-    pub fn start(
-        settings: &Settings,
-        shards: usize,
-        store: &'static Store,
-    ) -> Result<Self, StartError> {
+    pub fn start(settings: &Settings, shards: usize, store: Store) -> Result<Self, String> {
+        let runtime = shard_runtime(settings.runtime, store)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let batcher = Batcher::builder()
+        let builder = Batcher::builder()
             .shards(shards)
             .pin(settings.pin && shards <= cpus)
             .max_batch_size(settings.max_batch_size)
@@ -41,14 +40,30 @@ impl BatcherSystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
-            .runtime(settings.runtime)
-            .start(move |_shard| {
-                move |inputs: Vec<u64>| {
-                    let count = inputs.len() as u64;
-                    let applied = store.apply_unkeyed(count);
-                    async move { applied.await.map(|length| outputs(length, count)) }
-                }
-            })?;
+            .runtime(runtime);
+        // As ferry's: the sim called directly, a real store through the
+        // shard's own connection.
+        let batcher = match store.as_sim() {
+            Some(sim) => builder
+                .start(move |_shard| {
+                    move |inputs: Vec<u64>| {
+                        let count = inputs.len() as u64;
+                        let applied = sim.apply_unkeyed(count, inputs.iter().sum());
+                        async move { applied.await.map(|length| outputs(length, count)) }
+                    }
+                })
+                .map_err(|err| err.to_string()),
+            None => builder
+                .try_start(move |_shard| async move {
+                    let connection = store.connect().await?;
+                    Ok::<_, String>(move |inputs: Vec<u64>| {
+                        let count = inputs.len() as u64;
+                        let applied = connection.apply_unkeyed(count, inputs.iter().sum());
+                        async move { applied.await.map(|length| outputs(length, count)) }
+                    })
+                })
+                .map_err(|err: StartError<String>| err.to_string()),
+        }?;
         Ok(Self { batcher })
     }
 }

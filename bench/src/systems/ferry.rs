@@ -1,4 +1,11 @@
-//! `ferry`: this engine, its batch function one [`Store::apply`] per batch.
+//! `ferry`: this engine, its batch function one
+//! [`Connection::apply`](crate::store::Connection::apply) per batch.
+//!
+//! Each shard makes its own connection to the store in the engine's
+//! factory (`try_start`), on the shard's own thread, and every batch of the
+//! shard goes through it. A real store's client is tokio-based and needs a
+//! tokio reactor on its thread, so with a real store the shards run on
+//! [`ferry::Runtime::Tokio`] (see [`shard_runtime`]).
 //!
 //! Shards are pinned to CPUs `0..shards` when there are that many CPUs (and
 //! `--no-pin` is not given); otherwise they float. The generator and store
@@ -8,10 +15,25 @@
 use futures::future::Map;
 use futures::FutureExt;
 
-use ferry::{Engine, FerryError, StartError};
+use ferry::{Engine, FerryError, Runtime, StartError};
 
 use crate::store::{Store, StoreError};
 use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
+
+/// The runtime of the shards of ferry (or batcher) on `store`: the one
+/// asked for on the sim; tokio on a real store, whose tokio-based client
+/// must live on a tokio runtime (glommio would need a bridge thread, and
+/// with it a thread hop per request, which would measure the bridge).
+pub fn shard_runtime(asked: Runtime, store: Store) -> Result<Runtime, String> {
+    match (store.is_real(), asked) {
+        (false, asked) => Ok(asked),
+        (true, Runtime::Glommio) => Err(format!(
+            "a {} store's client runs on tokio: use --runtime tokio (or auto) with it",
+            store.kind()
+        )),
+        (true, _) => Ok(Runtime::Tokio),
+    }
+}
 
 type FerryOutcome = Result<u64, FerryError<u64, StoreError>>;
 
@@ -22,14 +44,12 @@ pub struct FerrySystem {
 }
 
 impl FerrySystem {
-    /// Starts an engine of `shards` shards on `store`.
-    pub fn start(
-        settings: &Settings,
-        shards: usize,
-        store: &'static Store,
-    ) -> Result<Self, StartError> {
+    /// Starts an engine of `shards` shards on `store`, each with its own
+    /// connection.
+    pub fn start(settings: &Settings, shards: usize, store: Store) -> Result<Self, String> {
+        let runtime = shard_runtime(settings.runtime, store)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let engine = Engine::builder()
+        let builder = Engine::builder()
             .shards(shards)
             .pin(settings.pin && shards <= cpus)
             .max_batch_size(settings.max_batch_size)
@@ -38,14 +58,31 @@ impl FerrySystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
-            .runtime(settings.runtime)
-            .start(move |_shard| {
-                move |key: u64, inputs: Vec<u64>| {
-                    let count = inputs.len() as u64;
-                    let applied = store.apply(key, count);
-                    async move { applied.await.map(|version| outputs(version, count)) }
-                }
-            })?;
+            .runtime(runtime);
+        // The sim's batch calls it directly, its future as it is, so the
+        // sim's figures pay nothing for the real stores; a real store's
+        // batch goes through the shard's own connection.
+        let engine = match store.as_sim() {
+            Some(sim) => builder
+                .start(move |_shard| {
+                    move |key: u64, inputs: Vec<u64>| {
+                        let count = inputs.len() as u64;
+                        let applied = sim.apply(key, count, inputs.iter().sum());
+                        async move { applied.await.map(|version| outputs(version, count)) }
+                    }
+                })
+                .map_err(|err| err.to_string()),
+            None => builder
+                .try_start(move |_shard| async move {
+                    let connection = store.connect().await?;
+                    Ok::<_, String>(move |key: u64, inputs: Vec<u64>| {
+                        let count = inputs.len() as u64;
+                        let applied = connection.apply(key, count, inputs.iter().sum());
+                        async move { applied.await.map(|version| outputs(version, count)) }
+                    })
+                })
+                .map_err(|err: StartError<String>| err.to_string()),
+        }?;
         Ok(Self { engine })
     }
 }

@@ -1,5 +1,5 @@
 //! The systems `ferry-load` compares, behind one trait, all on the same
-//! [`Store`](crate::store::Store). Per key (`--mode keyed`, [`SystemKind`]):
+//! [`Store`]. Per key (`--mode keyed`, [`SystemKind`]):
 //!
 //! - [`ferry`]: this engine;
 //! - [`single_lock`]: the design Ferry grew from, ported: every lane in one
@@ -7,8 +7,11 @@
 //! - [`batch_aint_one`]: the `batch-aint-one` crate, one batch per key;
 //! - [`unbatched`]: one store round trip per input, serialised per key.
 //!
-//! Every keyed system's batch is the same [`Store::apply`](crate::store::Store::apply):
-//! one read and one conditional write for a whole batch.
+//! Every keyed system's batch is the same
+//! [`Connection::apply`](crate::store::Connection::apply): one read and one
+//! conditional write for a whole batch. Ferry (and batcher) shards make one
+//! connection each; the others share a [`Pool`](crate::store::Pool) of as
+//! many connections as ferry has shards at its largest shard count.
 //!
 //! Unkeyed (`--mode unkeyed`, [`UnkeyedKind`]), one stream with no key,
 //! many batches in flight at once:
@@ -19,14 +22,16 @@
 //! - [`single_lock_fifo`]: one FIFO behind one mutex, shared workers.
 //!
 //! Every unkeyed system's batch is the same
-//! [`Store::apply_unkeyed`](crate::store::Store::apply_unkeyed): a read and
-//! an unconditional append, the same two round trips as a keyed batch. The
-//! `key` those systems are handed by the load is ignored.
+//! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed): a
+//! read and an unconditional append, the same two round trips as a keyed
+//! batch. The `key` those systems are handed by the load is ignored.
 
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
+
+use crate::store::Store;
 
 pub mod batch_aint_one;
 pub mod batcher;
@@ -150,8 +155,14 @@ pub struct Settings {
     pub spin_before_park: Duration,
     /// How long an idle ferry or batcher shard then dozes before it parks.
     pub doze_before_park: Duration,
-    /// The runtime of ferry's (or batcher's) shards.
+    /// The runtime of ferry's (or batcher's) shards (tokio whatever is
+    /// asked, with a real store).
     pub runtime: ::ferry::Runtime,
+    /// Store connections shared by the batches of a system without shards
+    /// (single-lock, batch-aint-one, unbatched, single-lock-fifo): as many
+    /// as ferry (or batcher) has, one per shard, at its largest shard
+    /// count. The sim has one, whatever this says.
+    pub pool_connections: usize,
 }
 
 /// What `--mode` compares: per-key batching or one unkeyed stream.
@@ -302,6 +313,28 @@ impl FromStr for UnkeyedKind {
                 )
             })
     }
+}
+
+/// The multi-threaded tokio runtime of a system without shards: `workers`
+/// threads named `name`, with timers, and with I/O when `store` is a real
+/// one (its connections' reactor). On the sim there is no I/O driver, as
+/// before real stores existed, so the sim's figures are unchanged.
+pub(crate) fn tokio_runtime(
+    name: &str,
+    workers: usize,
+    store: Store,
+) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_time();
+    if store.is_real() {
+        builder.enable_io();
+    }
+    builder
+        .build()
+        .map_err(|err| format!("{name}: tokio could not start: {err}"))
 }
 
 /// The outputs of a batch of `count` inputs that started from `version`:

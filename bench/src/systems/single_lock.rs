@@ -7,7 +7,8 @@
 //! that also marks its lane busy, so G1 holds by construction, as in the
 //! original. `workers` tasks, shared by all keys, run on a tokio
 //! multi-threaded runtime: each takes a ready lane's batch, runs it against
-//! the store, completes it under the lock, and answers the callers.
+//! the store through the next connection of a shared [`Pool`], completes
+//! it under the lock, and answers the callers.
 //!
 //! An idle worker waits on a `tokio::sync::Notify` for a lane to become
 //! ready, or sleeps until the earliest deadline (with tokio's timer). The
@@ -26,8 +27,8 @@ use tokio::sync::Notify;
 use ferry_shard::parts::{Batch, Lanes};
 use ferry_shard::LanesConfig;
 
-use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};
+use crate::store::{Pool, Store, StoreError};
+use crate::systems::{outputs, tokio_runtime, BatchCounts, Outcome, Settings, System};
 
 type Answer = Result<u64, StoreError>;
 type Reply = oneshot::Sender<Answer>;
@@ -46,7 +47,7 @@ struct Shared {
     ready: Notify,
     /// `now` for the lanes is the time since this instant.
     origin: Instant,
-    store: &'static Store,
+    pool: Pool,
 }
 
 struct State {
@@ -55,18 +56,23 @@ struct State {
 }
 
 impl SingleLock {
-    /// Starts `workers` worker tasks on a tokio runtime of `settings.tokio_workers` threads.
+    /// Starts `workers` worker tasks on a tokio runtime of
+    /// `settings.tokio_workers` threads, sharing `connections` connections
+    /// to `store` made on that runtime.
     pub fn start(
         settings: &Settings,
         workers: usize,
-        store: &'static Store,
-    ) -> std::io::Result<Self> {
+        store: Store,
+        connections: usize,
+    ) -> Result<Self, String> {
         let lanes = Lanes::new(LanesConfig {
             max_batch_size: settings.max_batch_size,
             max_batch_delay: settings.max_batch_delay,
             max_queueing: settings.max_queueing,
             ..LanesConfig::default()
         });
+        let runtime = tokio_runtime("single-lock", settings.tokio_workers, store)?;
+        let pool = Pool::open(store, connections, Some(&runtime))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 lanes,
@@ -74,13 +80,8 @@ impl SingleLock {
             }),
             ready: Notify::new(),
             origin: Instant::now(),
-            store,
+            pool,
         });
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(settings.tokio_workers)
-            .thread_name("single-lock")
-            .enable_time()
-            .build()?;
         let workers = (0..workers.max(1))
             .map(|_| runtime.spawn(work(Arc::clone(&shared))))
             .collect();
@@ -148,10 +149,11 @@ async fn work(shared: Arc<Shared>) {
 
 async fn run_batch(shared: &Shared, batch: Batch<u64, (u64, Reply)>) {
     let count = batch.items.len() as u64;
-    let (_inputs, replies): (Vec<u64>, Vec<Reply>) = batch.items.into_iter().unzip();
+    let (inputs, replies): (Vec<u64>, Vec<Reply>) = batch.items.into_iter().unzip();
     let result = shared
-        .store
-        .apply(batch.key, count)
+        .pool
+        .get()
+        .apply(batch.key, count, inputs.iter().sum())
         .await
         .map(|version| outputs(version, count));
     let (more_ready, finished) = {

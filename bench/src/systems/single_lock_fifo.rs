@@ -2,7 +2,9 @@
 //! One FIFO of waiting inputs behind one `std::sync::Mutex`, shared by every
 //! caller; `workers` tasks on a tokio multi-threaded runtime, each taking up
 //! to `max_batch_size` inputs from the front, running them as one
-//! [`Store::apply_unkeyed`], and answering the callers. Up to `workers`
+//! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed)
+//! through the next connection of a shared [`Pool`], and answering the
+//! callers. Up to `workers`
 //! batches are in flight at once; that is the system's slot count.
 //!
 //! # Waking
@@ -32,8 +34,8 @@ use futures::future::{Either, Map, Ready};
 use futures::FutureExt;
 use tokio::sync::Notify;
 
-use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Outcome, Settings, System};
+use crate::store::{Pool, Store, StoreError};
+use crate::systems::{outputs, tokio_runtime, BatchCounts, Outcome, Settings, System};
 
 type Answer = Result<u64, StoreError>;
 type Reply = oneshot::Sender<Answer>;
@@ -50,7 +52,7 @@ struct Shared {
     state: Mutex<State>,
     /// Wakes idle workers.
     ready: Notify,
-    store: &'static Store,
+    pool: Pool,
     batch_size_max: usize,
     batch_delay_max: Duration,
     queued_max: usize,
@@ -87,13 +89,17 @@ enum Next {
 
 impl SingleLockFifo {
     /// Starts `workers` worker tasks on a tokio runtime of
-    /// `settings.tokio_workers` threads.
+    /// `settings.tokio_workers` threads, sharing `connections` connections
+    /// to `store` made on that runtime.
     pub fn start(
         settings: &Settings,
         workers: usize,
-        store: &'static Store,
-    ) -> std::io::Result<Self> {
+        store: Store,
+        connections: usize,
+    ) -> Result<Self, String> {
         assert!(settings.max_batch_size >= 1, "a batch holds an input");
+        let runtime = tokio_runtime("single-lock-fifo", settings.tokio_workers, store)?;
+        let pool = Pool::open(store, connections, Some(&runtime))?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -102,16 +108,11 @@ impl SingleLockFifo {
                 counts: BatchCounts::default(),
             }),
             ready: Notify::new(),
-            store,
+            pool,
             batch_size_max: settings.max_batch_size,
             batch_delay_max: settings.max_batch_delay,
             queued_max: settings.max_queueing,
         });
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(settings.tokio_workers)
-            .thread_name("single-lock-fifo")
-            .enable_time()
-            .build()?;
         let workers = (0..workers.max(1))
             .map(|_| runtime.spawn(work(Arc::clone(&shared))))
             .collect();
@@ -184,8 +185,9 @@ impl Shared {
     async fn run(&self, batch: Batch) {
         let count = batch.inputs.len() as u64;
         let result = self
-            .store
-            .apply_unkeyed(count)
+            .pool
+            .get()
+            .apply_unkeyed(count, batch.inputs.iter().sum())
             .await
             .map(|length| outputs(length, count));
         match result {

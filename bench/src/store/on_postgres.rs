@@ -1,0 +1,414 @@
+//! The store on a PostgreSQL server (`--store postgres://…`), through
+//! tokio-postgres.
+//!
+//! One table, `ferry_load_keys (key bigint primary key, version bigint,
+//! value bigint)`: a row per key `0..keys`, and row `-1` for the unkeyed
+//! stream (its version is the stream's length). Every statement is its own
+//! transaction (autocommit), as a service's single-statement writes are: a
+//! batch is a `SELECT` of its key's row, then an `UPDATE` that sets the new
+//! version and value `WHERE key = $1 AND version = $read`; no row updated is
+//! a conflict. Statements are prepared once per connection.
+//!
+//! The server's CPU time is read from `/proc` when the server runs on this
+//! machine: the postmaster's own and its reaped children's, plus every live
+//! child's (each connection is a child process of the postmaster).
+
+use std::error::Error as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::{admin_runtime, Contents, StoreError, CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX};
+
+/// The table `ferry-load` creates, resets, reads back and drops.
+pub const TABLE: &str = "ferry_load_keys";
+
+/// The unkeyed stream's row.
+const STREAM_KEY: i64 = -1;
+
+const READ: &str = "SELECT version, value FROM ferry_load_keys WHERE key = $1";
+const WRITE: &str =
+    "UPDATE ferry_load_keys SET version = $3, value = $4 WHERE key = $1 AND version = $2";
+const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value = value + $2 \
+                      WHERE key = -1 RETURNING version - $1";
+
+/// A PostgreSQL server holding the keys.
+pub struct PgStore {
+    config: Config,
+    /// The address as shown (no password).
+    shown: String,
+    keys: u64,
+    conflicts: AtomicU64,
+    /// The postmaster's process id, when the server runs on this machine.
+    postmaster: Option<u32>,
+    admin: Mutex<Admin>,
+}
+
+/// The store's own connection, for set-up, reset, read-back and clean-up.
+struct Admin {
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("address", &self.shown)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (shown as `shown`) and creates the table afresh.
+    pub(super) fn open(url: &str, shown: &str, keys: u64) -> Result<PgStore, String> {
+        if i64::try_from(keys).is_err() {
+            return Err(format!("{keys} keys do not fit PostgreSQL's bigint"));
+        }
+        let mut config: Config = url
+            .parse()
+            .map_err(|err| format!("`{shown}` is not a PostgreSQL URL: {}", said(&err)))?;
+        config.connect_timeout(CONNECT_TIMEOUT);
+        let runtime = admin_runtime()?;
+        let client = runtime.block_on(connect(&config, shown))?;
+        let backend: i32 = runtime
+            .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
+            .and_then(|row| row.try_get(0))
+            .map_err(|err| format!("{shown}: {}", said(&err)))?;
+        let create = format!(
+            "DROP TABLE IF EXISTS {TABLE}; \
+             CREATE TABLE {TABLE} (key bigint PRIMARY KEY, version bigint NOT NULL, value bigint NOT NULL)"
+        );
+        runtime
+            .block_on(client.batch_execute(&create))
+            .map_err(|err| format!("{shown}: could not create table {TABLE}: {}", said(&err)))?;
+        let store = PgStore {
+            config,
+            shown: shown.to_string(),
+            keys,
+            conflicts: AtomicU64::new(0),
+            postmaster: u32::try_from(backend).ok().and_then(postmaster_of),
+            admin: Mutex::new(Admin { runtime, client }),
+        };
+        store.reset()?;
+        Ok(store)
+    }
+
+    pub(super) fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    pub(super) fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// A connection of its own, its I/O on the calling thread's runtime.
+    pub(super) async fn connect(&'static self) -> Result<Arc<PgConnection>, String> {
+        let client = connect(&self.config, &self.shown).await?;
+        let prepare = |sql: &'static str, types: &'static [Type]| {
+            let client = &client;
+            async move {
+                client.prepare_typed(sql, types).await.map_err(|err| {
+                    format!("{}: could not prepare `{sql}`: {}", self.shown, said(&err))
+                })
+            }
+        };
+        let read = prepare(READ, &[Type::INT8]).await?;
+        let write = prepare(WRITE, &[Type::INT8, Type::INT8, Type::INT8, Type::INT8]).await?;
+        let append = prepare(APPEND, &[Type::INT8, Type::INT8]).await?;
+        Ok(Arc::new(PgConnection {
+            client,
+            read,
+            write,
+            append,
+            store: self,
+        }))
+    }
+
+    /// Every row back to version 0 and value 0: the table emptied and
+    /// filled again, so no run inherits another's dead row versions.
+    pub(super) fn reset(&self) -> Result<(), String> {
+        let fill = format!(
+            "BEGIN; TRUNCATE {TABLE}; \
+             INSERT INTO {TABLE} (key, version, value) SELECT k, 0, 0 FROM generate_series({STREAM_KEY}, {}) AS k; \
+             COMMIT; ANALYZE {TABLE}",
+            self.keys as i64 - 1
+        );
+        let admin = lock(&self.admin);
+        admin
+            .runtime
+            .block_on(admin.client.batch_execute(&fill))
+            .map_err(|err| {
+                format!(
+                    "{}: could not reset table {TABLE}: {}",
+                    self.shown,
+                    said(&err)
+                )
+            })
+    }
+
+    /// Sums every row's version and value; every row must still be there.
+    pub(super) fn contents(&self) -> Result<Contents, String> {
+        let sql = format!(
+            "SELECT count(*), coalesce(sum(version), 0)::bigint, coalesce(sum(value), 0)::bigint FROM {TABLE}"
+        );
+        let admin = lock(&self.admin);
+        let row = admin
+            .runtime
+            .block_on(admin.client.query_one(&sql, &[]))
+            .map_err(|err| {
+                format!(
+                    "{}: could not read table {TABLE} back: {}",
+                    self.shown,
+                    said(&err)
+                )
+            })?;
+        let column = |index: usize| -> Result<i64, String> {
+            row.try_get(index)
+                .map_err(|err| format!("{}: reading {TABLE} back: {}", self.shown, said(&err)))
+        };
+        let rows = column(0)?;
+        if rows != self.keys as i64 + 1 {
+            return Err(format!(
+                "{}: table {TABLE} has {rows} rows, not the {} it was filled with",
+                self.shown,
+                self.keys + 1
+            ));
+        }
+        Ok(Contents {
+            inputs: column(1)? as u64,
+            sum: column(2)? as u64,
+        })
+    }
+
+    /// Drops the table.
+    pub(super) fn remove(&self) -> Result<(), String> {
+        let admin = lock(&self.admin);
+        admin
+            .runtime
+            .block_on(
+                admin
+                    .client
+                    .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}")),
+            )
+            .map_err(|err| {
+                format!(
+                    "{}: could not drop table {TABLE}: {}",
+                    self.shown,
+                    said(&err)
+                )
+            })
+    }
+
+    /// The postmaster's CPU time with its children's, from `/proc`.
+    pub(super) fn server_cpu_time(&self) -> Option<Duration> {
+        let postmaster = self.postmaster?;
+        let own = ProcStat::read(postmaster)?;
+        let mut ticks = own.utime + own.stime + own.cutime + own.cstime;
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(child) = ProcStat::read(pid).filter(|stat| stat.ppid == postmaster) {
+                ticks += child.utime + child.stime;
+            }
+        }
+        Some(ticks_to_duration(ticks))
+    }
+}
+
+/// One PostgreSQL connection with the batch statements prepared on it.
+pub struct PgConnection {
+    client: Client,
+    read: Statement,
+    write: Statement,
+    append: Statement,
+    store: &'static PgStore,
+}
+
+impl PgConnection {
+    /// A keyed batch: `SELECT`, then the conditional `UPDATE`, retried
+    /// after a conflict.
+    pub(super) async fn apply(
+        self: Arc<Self>,
+        key: u64,
+        count: u64,
+        sum: u64,
+    ) -> Result<u64, StoreError> {
+        let key_sql = key as i64;
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let row = self
+                .client
+                .query_one(&self.read, &[&key_sql])
+                .await
+                .map_err(server_error)?;
+            let version: i64 = row.try_get(0).map_err(server_error)?;
+            let value: i64 = row.try_get(1).map_err(server_error)?;
+            let written = self
+                .client
+                .execute(
+                    &self.write,
+                    &[
+                        &key_sql,
+                        &version,
+                        &(version + count as i64),
+                        &value.wrapping_add(sum as i64),
+                    ],
+                )
+                .await
+                .map_err(server_error)?;
+            if written == 1 {
+                return Ok(version as u64);
+            }
+            self.store.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(StoreError::ConflictsExhausted {
+            key,
+            attempts: WRITE_ATTEMPTS_MAX,
+        })
+    }
+
+    /// An unkeyed batch: a `SELECT` of the stream's row, then an `UPDATE`
+    /// that adds to it whatever it holds.
+    pub(super) async fn apply_unkeyed(
+        self: Arc<Self>,
+        count: u64,
+        sum: u64,
+    ) -> Result<u64, StoreError> {
+        // Read for the round trip it stands for (see `SimStore::apply_unkeyed`).
+        self.client
+            .query_one(&self.read, &[&STREAM_KEY])
+            .await
+            .map_err(server_error)?;
+        let row = self
+            .client
+            .query_one(&self.append, &[&(count as i64), &(sum as i64)])
+            .await
+            .map_err(server_error)?;
+        let length: i64 = row.try_get(0).map_err(server_error)?;
+        Ok(length as u64)
+    }
+}
+
+async fn connect(config: &Config, shown: &str) -> Result<Client, String> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|err| {
+        format!(
+            "could not connect to {shown}: {} (is the server running and the URL's user, database and port right?)",
+            said(&err)
+        )
+    })?;
+    let shown = shown.to_string();
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            eprintln!(
+                "ferry-load: the connection to {shown} broke: {}",
+                said(&err)
+            );
+        }
+    });
+    Ok(client)
+}
+
+fn server_error(err: tokio_postgres::Error) -> StoreError {
+    StoreError::Server(said(&err))
+}
+
+/// tokio-postgres's error with what caused it (its own message is one
+/// word for every server error).
+fn said(err: &tokio_postgres::Error) -> String {
+    match err.source() {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// The figures of `/proc/PID/stat` used here, CPU times in clock ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ProcStat {
+    comm_is_postgres: bool,
+    ppid: u32,
+    utime: u64,
+    stime: u64,
+    cutime: u64,
+    cstime: u64,
+}
+
+impl ProcStat {
+    fn read(pid: u32) -> Option<ProcStat> {
+        ProcStat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// `PID (COMM) STATE PPID …`: the name may hold spaces and
+    /// parentheses, so the fields are counted from its last `)`.
+    fn parse(text: &str) -> Option<ProcStat> {
+        let (head, tail) = text.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1;
+        let fields: Vec<&str> = tail.split_whitespace().collect();
+        let field = |index: usize| fields.get(index)?.parse::<u64>().ok();
+        Some(ProcStat {
+            comm_is_postgres: comm == "postgres" || comm == "postmaster",
+            ppid: u32::try_from(field(1)?).ok()?,
+            utime: field(11)?,
+            stime: field(12)?,
+            cutime: field(13)?,
+            cstime: field(14)?,
+        })
+    }
+}
+
+/// The postmaster of the backend `backend`, if both are PostgreSQL
+/// processes of this machine (a server elsewhere has its own process ids).
+fn postmaster_of(backend: u32) -> Option<u32> {
+    let stat = ProcStat::read(backend).filter(|stat| stat.comm_is_postgres)?;
+    ProcStat::read(stat.ppid)
+        .filter(|parent| parent.comm_is_postgres)
+        .map(|_| stat.ppid)
+}
+
+fn ticks_to_duration(ticks: u64) -> Duration {
+    // SAFETY: `sysconf` reads a constant of the system; no memory is passed.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = u64::try_from(per_second)
+        .ok()
+        .filter(|&n| n > 0)
+        .unwrap_or(100);
+    Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / per_second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_fields_are_counted_from_the_name_s_end() {
+        let line = "4242 (postgres) S 4200 4200 4200 0 -1 4194560 900 0 0 0 \
+                    31 7 5 2 20 0 1 0 100 200000000 1000 18446744073709551615";
+        assert_eq!(
+            ProcStat::parse(line),
+            Some(ProcStat {
+                comm_is_postgres: true,
+                ppid: 4200,
+                utime: 31,
+                stime: 7,
+                cutime: 5,
+                cstime: 2,
+            })
+        );
+        let odd = "7 (a) b) R 1 7 7 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0";
+        let parsed = ProcStat::parse(odd).unwrap();
+        assert!(!parsed.comm_is_postgres);
+        assert_eq!((parsed.ppid, parsed.utime, parsed.cstime), (1, 1, 4));
+        assert_eq!(ProcStat::parse("garbage"), None);
+    }
+}

@@ -1,0 +1,326 @@
+//! The store on a Redis server (`--store redis://…`), through the `redis`
+//! crate's multiplexed tokio connection.
+//!
+//! Key `k` is the hash `ferry-load:{k}` with fields `version` and `value`;
+//! the unkeyed stream is the hash `ferry-load:stream`. A batch is an
+//! `HMGET` of its key, then [`WRITE_SCRIPT`], a Lua script (atomic on the
+//! server) that sets the new version and value only if the version is
+//! still the one read, and answers 0 otherwise: a conflict. Versions are
+//! compared as the decimal strings this tool wrote, so no Lua number
+//! rounding is involved.
+//!
+//! Requests have no response timeout: a request that timed out after the
+//! server applied it would be answered as failed and yet be in the store,
+//! and the read-back would rightly fail the run. A dead server closes the
+//! connection, which fails every request on it.
+//!
+//! The server's CPU time is its own account of it (`INFO cpu`), so it is
+//! known wherever the server runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError, Script};
+
+use super::{admin_runtime, Contents, StoreError, CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX};
+
+/// The prefix of every key `ferry-load` writes.
+pub const KEY_PREFIX: &str = "ferry-load:";
+
+/// The unkeyed stream's hash.
+const STREAM: &str = "ferry-load:stream";
+
+/// Keys per pipeline when the whole store is reset, read back or deleted.
+const KEYS_PER_PIPELINE: u64 = 1_000;
+
+/// The conditional write: `KEYS[1]` the key's hash, `ARGV[1]` the version
+/// read, `ARGV[2]` and `ARGV[3]` the new version and value.
+pub const WRITE_SCRIPT: &str = r"
+local current = redis.call('HGET', KEYS[1], 'version') or '0'
+if current ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'value', ARGV[3])
+return 1
+";
+
+/// The unkeyed append: adds `ARGV[1]` inputs summing to `ARGV[2]` to the
+/// stream `KEYS[1]`; answers its length before them.
+const APPEND_SCRIPT: &str = r"
+local length = redis.call('HINCRBY', KEYS[1], 'version', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'value', ARGV[2])
+return length - tonumber(ARGV[1])
+";
+
+/// A Redis server holding the keys.
+pub struct RedisStore {
+    client: Client,
+    /// The address as shown (no password).
+    shown: String,
+    keys: u64,
+    conflicts: AtomicU64,
+    write: Script,
+    append: Script,
+    admin: Mutex<Admin>,
+}
+
+/// The store's own connection, for set-up, reset, read-back and clean-up.
+struct Admin {
+    runtime: tokio::runtime::Runtime,
+    connection: MultiplexedConnection,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("address", &self.shown)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (shown as `shown`), loads the scripts and sets
+    /// every key to zero.
+    pub(super) fn open(url: &str, shown: &str, keys: u64) -> Result<RedisStore, String> {
+        let client =
+            Client::open(url).map_err(|err| format!("`{shown}` is not a Redis URL: {err}"))?;
+        let runtime = admin_runtime()?;
+        let mut connection = runtime.block_on(connect(&client, shown))?;
+        let write = Script::new(WRITE_SCRIPT);
+        let append = Script::new(APPEND_SCRIPT);
+        for script in [&write, &append] {
+            runtime
+                .block_on(script.prepare_invoke().load_async(&mut connection))
+                .map_err(|err| format!("{shown}: could not load a script: {err}"))?;
+        }
+        let store = RedisStore {
+            client,
+            shown: shown.to_string(),
+            keys,
+            conflicts: AtomicU64::new(0),
+            write,
+            append,
+            admin: Mutex::new(Admin {
+                runtime,
+                connection,
+            }),
+        };
+        store.reset()?;
+        Ok(store)
+    }
+
+    pub(super) fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    pub(super) fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// A connection of its own, its I/O on the calling thread's runtime.
+    pub(super) async fn connect(&'static self) -> Result<RedisConnection, String> {
+        Ok(RedisConnection {
+            connection: connect(&self.client, &self.shown).await?,
+            store: self,
+        })
+    }
+
+    /// Every key, and the stream, to version 0 and value 0.
+    pub(super) fn reset(&self) -> Result<(), String> {
+        self.each_chunk("reset", |pipe, key| {
+            pipe.cmd("HSET")
+                .arg(key)
+                .arg("version")
+                .arg(0)
+                .arg("value")
+                .arg(0)
+                .ignore();
+        })
+        .map(drop)
+    }
+
+    /// Sums every key's (and the stream's) version and value.
+    pub(super) fn contents(&self) -> Result<Contents, String> {
+        let replies = self.each_chunk("read back", |pipe, key| {
+            pipe.cmd("HMGET").arg(key).arg("version").arg("value");
+        })?;
+        let mut contents = Contents::default();
+        for reply in replies {
+            let (version, value): (Option<u64>, Option<u64>) = redis::from_redis_value(reply)
+                .map_err(|err| format!("{}: reading the keys back: {err}", self.shown))?;
+            contents.inputs += version.unwrap_or(0);
+            contents.sum = contents.sum.wrapping_add(value.unwrap_or(0));
+        }
+        Ok(contents)
+    }
+
+    /// Deletes every key and the stream.
+    pub(super) fn remove(&self) -> Result<(), String> {
+        self.each_chunk("delete", |pipe, key| {
+            pipe.cmd("UNLINK").arg(key).ignore();
+        })
+        .map(drop)
+    }
+
+    /// Sends one command per key and the stream, `KEYS_PER_PIPELINE` at a
+    /// time, on the store's own connection; answers the replies not ignored.
+    fn each_chunk(
+        &self,
+        what: &str,
+        command: impl Fn(&mut redis::Pipeline, &str),
+    ) -> Result<Vec<redis::Value>, String> {
+        let mut admin = lock(&self.admin);
+        let Admin {
+            runtime,
+            connection,
+        } = &mut *admin;
+        let mut replies = Vec::new();
+        let mut start = 0;
+        let mut stream_done = false;
+        while !stream_done {
+            let end = (start + KEYS_PER_PIPELINE).min(self.keys);
+            let mut pipe = redis::pipe();
+            for key in start..end {
+                command(&mut pipe, &key_name(key));
+            }
+            if end == self.keys {
+                command(&mut pipe, STREAM);
+                stream_done = true;
+            }
+            let chunk: Vec<redis::Value> = runtime
+                .block_on(pipe.query_async(connection))
+                .map_err(|err| format!("{}: could not {what} the keys: {err}", self.shown))?;
+            replies.extend(chunk);
+            start = end;
+        }
+        Ok(replies)
+    }
+
+    /// `used_cpu_sys` plus `used_cpu_user` of `INFO cpu`.
+    pub(super) fn server_cpu_time(&self) -> Option<Duration> {
+        let mut admin = lock(&self.admin);
+        let Admin {
+            runtime,
+            connection,
+        } = &mut *admin;
+        let info: String = runtime
+            .block_on(redis::cmd("INFO").arg("cpu").query_async(connection))
+            .ok()?;
+        cpu_seconds(&info).map(Duration::from_secs_f64)
+    }
+}
+
+/// `INFO cpu`'s user and system seconds, added.
+fn cpu_seconds(info: &str) -> Option<f64> {
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|line| line.trim().strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|value| value.trim().parse().ok())
+    };
+    Some(field("used_cpu_sys")? + field("used_cpu_user")?)
+}
+
+/// One multiplexed Redis connection.
+#[derive(Clone)]
+pub struct RedisConnection {
+    connection: MultiplexedConnection,
+    store: &'static RedisStore,
+}
+
+impl RedisConnection {
+    /// A keyed batch: `HMGET`, then the compare-and-set script, retried
+    /// after a conflict.
+    pub(super) async fn apply(mut self, key: u64, count: u64, sum: u64) -> Result<u64, StoreError> {
+        let name = key_name(key);
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let (version, value): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
+                .arg(&name)
+                .arg("version")
+                .arg("value")
+                .query_async(&mut self.connection)
+                .await
+                .map_err(server_error)?;
+            let (version, value) = (version.unwrap_or(0), value.unwrap_or(0));
+            let written: i64 = self
+                .store
+                .write
+                .key(&name)
+                .arg(version)
+                .arg(version + count)
+                .arg(value.wrapping_add(sum))
+                .invoke_async(&mut self.connection)
+                .await
+                .map_err(server_error)?;
+            if written == 1 {
+                return Ok(version);
+            }
+            self.store.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(StoreError::ConflictsExhausted {
+            key,
+            attempts: WRITE_ATTEMPTS_MAX,
+        })
+    }
+
+    /// An unkeyed batch: an `HGET` of the stream's length, then the append
+    /// script.
+    pub(super) async fn apply_unkeyed(mut self, count: u64, sum: u64) -> Result<u64, StoreError> {
+        // Read for the round trip it stands for (see `SimStore::apply_unkeyed`).
+        let _length: Option<u64> = redis::cmd("HGET")
+            .arg(STREAM)
+            .arg("version")
+            .query_async(&mut self.connection)
+            .await
+            .map_err(server_error)?;
+        let before: i64 = self
+            .store
+            .append
+            .key(STREAM)
+            .arg(count)
+            .arg(sum)
+            .invoke_async(&mut self.connection)
+            .await
+            .map_err(server_error)?;
+        u64::try_from(before)
+            .map_err(|_| StoreError::Server(format!("the stream's length was {before}")))
+    }
+}
+
+async fn connect(client: &Client, shown: &str) -> Result<MultiplexedConnection, String> {
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(None);
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .map_err(|err| format!("could not connect to {shown}: {err} (is the server running?)"))
+}
+
+/// `ferry-load:{key}`.
+fn key_name(key: u64) -> String {
+    format!("{KEY_PREFIX}{key}")
+}
+
+fn server_error(err: RedisError) -> StoreError {
+    StoreError::Server(err.to_string())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_seconds_add_user_and_system() {
+        let info = "# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\nused_cpu_sys_children:9.0\r\n";
+        assert_eq!(cpu_seconds(info), Some(3.75));
+        assert_eq!(cpu_seconds("# CPU\r\n"), None);
+        assert_eq!(key_name(42), "ferry-load:42");
+    }
+}

@@ -1,0 +1,312 @@
+//! A small service on PostgreSQL: many tokio tasks add amounts to accounts,
+//! Ferry batches each account's additions, and each batch is one
+//! conditional write through its shard's own connection.
+//!
+//! Each shard connects in `try_start`'s factory, on the shard's own thread,
+//! so the shards run on `Runtime::Tokio` (tokio-postgres needs a tokio
+//! reactor on its thread). The shard remembers each account's version: it
+//! is the only writer of its accounts (an account is routed to one shard,
+//! which runs one batch of it at a time), so after a first read a batch is
+//! just `UPDATE … WHERE version = $remembered`. A write that finds another
+//! version (someone else wrote) updates no row: the shard reads the
+//! account again and retries.
+//!
+//! ```sh
+//! FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \
+//!     cargo run -p ferry --example postgres_counters
+//! ```
+//!
+//! Without the variable, or with a server that cannot be reached, it says
+//! how to start a private one and exits with status 2.
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferry::{Engine, Runtime};
+use tokio_postgres::{Config, NoTls};
+
+const ACCOUNTS: i64 = 100;
+const ADDITIONS: i64 = 20_000;
+/// A batch whose write keeps finding another version gives up after this.
+const WRITE_ATTEMPTS_MAX: u32 = 10;
+const TABLE: &str = "ferry_example_accounts";
+const READ: &str = "SELECT version FROM ferry_example_accounts WHERE account = $1";
+const WRITE: &str =
+    "UPDATE ferry_example_accounts SET balance = balance + $3, version = version + 1 \
+                     WHERE account = $1 AND version = $2 RETURNING balance";
+
+const HOW_TO: &str = "\
+postgres_counters needs a PostgreSQL server. Set FERRY_POSTGRES_URL, e.g.
+  FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres cargo run -p ferry --example postgres_counters
+A private server on 127.0.0.1 only, in a directory of its own (on Debian the
+programs are in /usr/lib/postgresql/<version>/bin):
+  initdb -D /tmp/ferry-pg -U ferry --auth=trust
+  pg_ctl -D /tmp/ferry-pg -l /tmp/ferry-pg/log -o \"-c listen_addresses=127.0.0.1 -p 5433 -k /tmp/ferry-pg\" start
+  ... and afterwards: pg_ctl -D /tmp/ferry-pg stop
+PostgreSQL refuses to run as root: as root, make the directory another user's
+(mkdir /tmp/ferry-pg; chown nobody /tmp/ferry-pg) and run both through
+`setpriv --reuid=nobody --regid=nogroup --clear-groups --`.";
+
+/// What the shards count for the report.
+#[derive(Default)]
+struct Counts {
+    reads: AtomicU64,
+    conflicts: AtomicU64,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    let Ok(url) = std::env::var("FERRY_POSTGRES_URL") else {
+        eprintln!("{HOW_TO}");
+        return ExitCode::from(2);
+    };
+    let mut config: Config = match url.parse() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("FERRY_POSTGRES_URL is not a PostgreSQL URL: {err}\n\n{HOW_TO}");
+            return ExitCode::from(2);
+        }
+    };
+    config.connect_timeout(Duration::from_secs(3));
+    let setup = match set_up(&config).await {
+        Ok(client) => client,
+        Err(err) => {
+            eprintln!("could not use the server of FERRY_POSTGRES_URL: {err}\n\n{HOW_TO}");
+            return ExitCode::from(2);
+        }
+    };
+    let served = match serve(config).await {
+        Ok(served) => served,
+        Err(err) => {
+            eprintln!("postgres_counters: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match check_and_clean_up(&setup, served).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("postgres_counters: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Connects from the service's runtime, with its I/O there.
+async fn connect(config: &Config) -> Result<tokio_postgres::Client, String> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|err| describe(&err))?;
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            eprintln!(
+                "postgres_counters: the connection broke: {}",
+                describe(&err)
+            );
+        }
+    });
+    Ok(client)
+}
+
+/// A fresh table of accounts, each at balance 0 and version 0.
+async fn set_up(config: &Config) -> Result<tokio_postgres::Client, String> {
+    let client = connect(config).await?;
+    let create = format!(
+        "DROP TABLE IF EXISTS {TABLE}; \
+         CREATE TABLE {TABLE} (account bigint PRIMARY KEY, balance bigint NOT NULL, version bigint NOT NULL); \
+         INSERT INTO {TABLE} SELECT a, 0, 0 FROM generate_series(0, {}) AS a",
+        ACCOUNTS - 1
+    );
+    client
+        .batch_execute(&create)
+        .await
+        .map_err(|err| describe(&err))?;
+    Ok(client)
+}
+
+/// What the service applied: the sum of the additions answered, and the
+/// batches (writes) it took.
+#[derive(Clone, Copy, Debug)]
+struct Served {
+    applied: i64,
+    batches: u64,
+}
+
+async fn serve(config: Config) -> Result<Served, String> {
+    let counts = Arc::new(Counts::default());
+    let shard_counts = Arc::clone(&counts);
+    let engine: Engine<i64, i64, i64, String> = Engine::builder()
+        .shards(2)
+        .pin(false)
+        .runtime(Runtime::Tokio)
+        .max_batch_size(256)
+        .max_in_flight_batches(32)
+        .try_start(move |shard| {
+            let (config, counts) = (config.clone(), Arc::clone(&shard_counts));
+            async move {
+                // On the shard's own thread: its connection, its I/O on the
+                // shard's tokio runtime.
+                let (client, connection) = config
+                    .connect(NoTls)
+                    .await
+                    .map_err(|err| format!("{shard} could not connect: {}", describe(&err)))?;
+                tokio::task::spawn_local(async move {
+                    let _ = connection.await;
+                });
+                let read = client.prepare(READ).await.map_err(|err| describe(&err))?;
+                let write = client.prepare(WRITE).await.map_err(|err| describe(&err))?;
+                let shard = Rc::new(Shard {
+                    client,
+                    read,
+                    write,
+                    versions: RefCell::new(HashMap::new()),
+                    counts,
+                });
+                Ok::<_, String>(move |account: i64, amounts: Vec<i64>| {
+                    Rc::clone(&shard).add(account, amounts)
+                })
+            }
+        })
+        .map_err(|err| format!("the engine did not start: {err}"))?;
+
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..ADDITIONS)
+        .map(|n| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                // Half the additions to five busy accounts, the rest
+                // spread over all of them.
+                let account = if n % 2 == 0 {
+                    n % 5
+                } else {
+                    (n / 2) % ACCOUNTS
+                };
+                let amount = n % 10 + 1;
+                engine.submit(account, amount).await.map(|_| amount)
+            })
+        })
+        .collect();
+    let mut applied = 0_i64;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(amount)) => applied += amount,
+            Ok(Err(err)) => return Err(format!("an addition failed: {err}")),
+            Err(err) => return Err(format!("a task failed: {err}")),
+        }
+    }
+    let took = started.elapsed();
+    let stats = engine.stats();
+    let total = stats.total();
+    println!("applied {ADDITIONS} additions ({applied} in all) to {ACCOUNTS} accounts in {took:?}");
+    println!(
+        "{} batches, mean {:.1} additions each: {} writes instead of {ADDITIONS}, {} round trips saved \
+         (and {} first reads of an account's version, {} writes retried)",
+        total.batches,
+        total.sent as f64 / total.batches.max(1) as f64,
+        total.batches,
+        ADDITIONS as u64 - total.batches,
+        counts.reads.load(Ordering::Relaxed),
+        counts.conflicts.load(Ordering::Relaxed),
+    );
+    println!("stats: {total:?}");
+    engine.close();
+    tokio::task::spawn_blocking(move || engine.join())
+        .await
+        .map_err(|err| format!("joining the shards: {err}"))?;
+    Ok(Served {
+        applied,
+        batches: total.batches,
+    })
+}
+
+/// A shard's connection and what it remembers of its accounts.
+struct Shard {
+    client: tokio_postgres::Client,
+    read: tokio_postgres::Statement,
+    write: tokio_postgres::Statement,
+    /// Each account's version as this shard last wrote or read it.
+    versions: RefCell<HashMap<i64, i64>>,
+    counts: Arc<Counts>,
+}
+
+impl Shard {
+    /// One batch of an account: one conditional write of the whole sum;
+    /// each addition's output is the balance just after it.
+    async fn add(self: Rc<Self>, account: i64, amounts: Vec<i64>) -> Result<Vec<i64>, String> {
+        let total: i64 = amounts.iter().sum();
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let remembered = self.versions.borrow().get(&account).copied();
+            let expected = match remembered {
+                Some(version) => version,
+                None => {
+                    self.counts.reads.fetch_add(1, Ordering::Relaxed);
+                    let row = self
+                        .client
+                        .query_one(&self.read, &[&account])
+                        .await
+                        .map_err(|err| describe(&err))?;
+                    row.try_get(0).map_err(|err| describe(&err))?
+                }
+            };
+            let written = self
+                .client
+                .query_opt(&self.write, &[&account, &expected, &total])
+                .await
+                .map_err(|err| describe(&err))?;
+            let Some(row) = written else {
+                // Another writer moved the version: forget ours, read again.
+                self.counts.conflicts.fetch_add(1, Ordering::Relaxed);
+                self.versions.borrow_mut().remove(&account);
+                continue;
+            };
+            self.versions.borrow_mut().insert(account, expected + 1);
+            let after: i64 = row.try_get(0).map_err(|err| describe(&err))?;
+            let mut balance = after - total;
+            return Ok(amounts
+                .iter()
+                .map(|amount| {
+                    balance += amount;
+                    balance
+                })
+                .collect());
+        }
+        Err(format!(
+            "account {account}: the write found another version {WRITE_ATTEMPTS_MAX} times"
+        ))
+    }
+}
+
+/// The balances add up to what was applied, written once per batch; then
+/// the table goes.
+async fn check_and_clean_up(client: &tokio_postgres::Client, served: Served) -> Result<(), String> {
+    let row = client
+        .query_one(
+            &format!("SELECT coalesce(sum(balance), 0)::bigint, coalesce(sum(version), 0)::bigint FROM {TABLE}"),
+            &[],
+        )
+        .await
+        .map_err(|err| describe(&err))?;
+    let (balances, writes): (i64, i64) = (row.get(0), row.get(1));
+    client
+        .batch_execute(&format!("DROP TABLE {TABLE}"))
+        .await
+        .map_err(|err| describe(&err))?;
+    if (balances, writes) != (served.applied, served.batches as i64) {
+        return Err(format!(
+            "the table holds {balances} written {writes} times; {} was applied in {} batches",
+            served.applied, served.batches
+        ));
+    }
+    println!("the table holds {balances} in all, written {writes} times: once per batch");
+    Ok(())
+}
+
+/// tokio-postgres's error with its cause (its own message is one word for
+/// every server error).
+fn describe(err: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(err) {
+        Some(cause) => format!("{err}: {cause}"),
+        None => err.to_string(),
+    }
+}
