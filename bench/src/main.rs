@@ -361,8 +361,29 @@ fn run(args: &Args) -> Result<bool, String> {
 
 /// Every system on `store`, then the report.
 fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String> {
-    let shard_counts = args.shard_counts();
-    let settings = Settings {
+    let settings = settings(args);
+    let load = load(args, sampler);
+    let systems = args.systems()?;
+    eprintln!("ferry-load: {}", args.describe());
+    note_idle_batcher_shards(args, &systems);
+    let mut runs: Vec<RunResult> = Vec::new();
+    for system in systems {
+        for shards in shard_runs(args, system) {
+            runs.push(run_one(system, shards, &settings, store, &load)?);
+        }
+    }
+    report_runs(args, &runs);
+    write_json(args, store, &runs)?;
+    let problems = report::problems(&runs);
+    for problem in &problems {
+        eprintln!("ferry-load: FAILED: {problem}");
+    }
+    Ok(problems.is_empty())
+}
+
+/// The systems' settings from the flags.
+fn settings(args: &Args) -> Settings {
+    Settings {
         max_batch_size: args.max_batch_size,
         max_batch_delay: args.max_batch_delay,
         max_in_flight: args.max_in_flight,
@@ -372,13 +393,13 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
         runtime: args.runtime,
-        pool_connections: shard_counts.iter().copied().max().unwrap_or(1),
-    };
-    // The systems without shards get as many workers (or batches at once)
-    // as the sharded one has slots at its largest shard count, and as many
-    // store connections as it has shards.
-    let single_lock_workers = args.max_in_flight * settings.pool_connections;
-    let load = Load {
+        pool_connections: args.shard_counts().iter().copied().max().unwrap_or(1),
+    }
+}
+
+/// The load from the flags.
+fn load(args: &Args, sampler: KeySampler) -> Load {
+    Load {
         mode: if args.rate > 0.0 {
             Mode::Open {
                 rate: args.rate,
@@ -395,11 +416,12 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
         duration: args.duration,
         drain_timeout: args.drain_timeout,
         seed: args.seed,
-    };
+    }
+}
 
-    let systems = args.systems()?;
-    eprintln!("ferry-load: {}", args.describe());
-    let shards_max = shard_counts.iter().copied().max().unwrap_or(1);
+/// Says when batcher will have shards no caller thread reaches.
+fn note_idle_batcher_shards(args: &Args, systems: &[Compared]) {
+    let shards_max = args.shard_counts().iter().copied().max().unwrap_or(1);
     if systems.contains(&Compared::Unkeyed(UnkeyedKind::Batcher)) && args.generators < shards_max {
         eprintln!(
             "ferry-load: note: batcher gives each caller thread one shard; with {} generator threads, {} of its {shards_max} shards get no work",
@@ -407,101 +429,116 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
             shards_max - args.generators
         );
     }
-    let live = std::io::stderr().is_terminal();
-    let mut runs: Vec<RunResult> = Vec::new();
-    for system in systems {
-        let shard_runs: Vec<Option<usize>> = if system.has_shards() {
-            shard_counts.iter().copied().map(Some).collect()
-        } else {
-            vec![None]
-        };
-        for shards in shard_runs {
-            let name = system.name();
-            let label = match shards {
-                Some(1) => format!("{name} (1 shard)"),
-                Some(n) => format!("{name} ({n} shards)"),
-                None => name.to_string(),
-            };
-            let on_progress = |progress: &ferry_bench::load::Progress| {
-                let line = report::progress_line(&label, progress);
-                if live {
-                    eprint!("\r{line}\x1b[K");
-                    let _ = std::io::stderr().flush();
-                } else {
-                    eprintln!("{line}");
-                }
-            };
-            let result = match system {
-                Compared::Keyed(kind) => ferry_bench::run::run(
-                    kind,
-                    shards,
-                    single_lock_workers,
-                    &settings,
-                    store,
-                    &load,
-                    on_progress,
-                ),
-                Compared::Unkeyed(kind) => ferry_bench::run::run_unkeyed(
-                    kind,
-                    shards,
-                    single_lock_workers,
-                    &settings,
-                    store,
-                    &load,
-                    on_progress,
-                ),
-            }?;
-            if live {
-                eprint!("\r\x1b[K");
-            }
-            eprintln!(
-                "{label}: {} inputs/s, mean batch {:.2}, p99 {} µs, lost {}",
-                report::thousands(result.throughput as u64),
-                result.mean_batch,
-                report::micros(result.p99_us),
-                result.lost
-            );
-            runs.push(result);
-        }
-    }
+}
 
+/// The shard counts `system` runs at (`None`: it has no shards).
+fn shard_runs(args: &Args, system: Compared) -> Vec<Option<usize>> {
+    if system.has_shards() {
+        args.shard_counts().into_iter().map(Some).collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// One measured run, with a live progress line.
+fn run_one(
+    system: Compared,
+    shards: Option<usize>,
+    settings: &Settings,
+    store: Store,
+    load: &Load,
+) -> Result<RunResult, String> {
+    // The systems without shards get as many workers (or batches at once)
+    // as the sharded one has slots at its largest shard count, and as many
+    // store connections as it has shards.
+    let single_lock_workers = settings.max_in_flight * settings.pool_connections;
+    let live = std::io::stderr().is_terminal();
+    let name = system.name();
+    let label = match shards {
+        Some(1) => format!("{name} (1 shard)"),
+        Some(n) => format!("{name} ({n} shards)"),
+        None => name.to_string(),
+    };
+    let on_progress = |progress: &ferry_bench::load::Progress| {
+        let line = report::progress_line(&label, progress);
+        if live {
+            eprint!("\r{line}\x1b[K");
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    let result = match system {
+        Compared::Keyed(kind) => ferry_bench::run::run(
+            kind,
+            shards,
+            single_lock_workers,
+            settings,
+            store,
+            load,
+            on_progress,
+        ),
+        Compared::Unkeyed(kind) => ferry_bench::run::run_unkeyed(
+            kind,
+            shards,
+            single_lock_workers,
+            settings,
+            store,
+            load,
+            on_progress,
+        ),
+    }?;
+    if live {
+        eprint!("\r\x1b[K");
+    }
+    eprintln!(
+        "{label}: {} inputs/s, mean batch {:.2}, p99 {} µs, lost {}",
+        report::thousands(result.throughput as u64),
+        result.mean_batch,
+        report::micros(result.p99_us),
+        result.lost
+    );
+    Ok(result)
+}
+
+/// The table and every section after it.
+fn report_runs(args: &Args, runs: &[RunResult]) {
     println!();
-    print!("{}", report::table(&runs));
+    print!("{}", report::table(runs));
     println!();
     let reference = match args.mode {
         Keying::Keyed => SystemKind::Ferry.name(),
         Keying::Unkeyed => UnkeyedKind::Batcher.name(),
     };
-    print!("{}", report::ratios(&runs, reference));
-    print!("{}", report::store_timing(&runs));
-    print!("{}", report::idle_stages(&runs));
-    print!("{}", report::read_backs(&runs));
-    print!("{}", report::server_cpu(&runs));
+    print!("{}", report::ratios(runs, reference));
+    print!("{}", report::store_timing(runs));
+    print!("{}", report::idle_stages(runs));
+    print!("{}", report::read_backs(runs));
+    print!("{}", report::server_cpu(runs));
+}
 
-    if let Some(path) = &args.json {
-        let command = std::env::args()
-            .map(|arg| match arg.parse::<StoreAddress>() {
-                Ok(address) => address.to_string(),
-                Err(_) => arg,
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let json = serde_json::to_string_pretty(&JsonReport {
-            command,
-            store: store.kind(),
-            runs: &runs,
+/// `--json`: the same results as a file.
+fn write_json(args: &Args, store: Store, runs: &[RunResult]) -> Result<(), String> {
+    let Some(path) = &args.json else {
+        return Ok(());
+    };
+    let command = std::env::args()
+        .map(|arg| match arg.parse::<StoreAddress>() {
+            Ok(address) => address.to_string(),
+            Err(_) => arg,
         })
-        .map_err(|err| format!("could not encode the results: {err}"))?;
-        std::fs::write(path, json + "\n")
-            .map_err(|err| format!("could not write {}: {err}", path.display()))?;
-        eprintln!("ferry-load: wrote {}", path.display());
-    }
-
-    let problems = report::problems(&runs);
-    for problem in &problems {
-        eprintln!("ferry-load: FAILED: {problem}");
-    }
-    Ok(problems.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let json = serde_json::to_string_pretty(&JsonReport {
+        command,
+        store: store.kind(),
+        runs,
+    })
+    .map_err(|err| format!("could not encode the results: {err}"))?;
+    std::fs::write(path, json + "\n")
+        .map_err(|err| format!("could not write {}: {err}", path.display()))?;
+    eprintln!("ferry-load: wrote {}", path.display());
+    Ok(())
 }
 
 #[cfg(test)]
