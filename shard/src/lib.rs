@@ -2,19 +2,22 @@
 //!
 //! The crate `ferry` builds the engine on it, through one boundary:
 //!
-//! - [`Shard`]: the handle of one running shard (start, submit, submit from
-//!   the shard itself, spawn, stats, close, join), with [`ShardConfig`],
-//!   [`Starting`], and the futures [`Answer`] and [`LocalAnswer`];
+//! - [`Shard`]: the handle of one running shard (start, submit, submit a
+//!   [`Bundle`], submit from the shard itself, spawn, stats, close, join),
+//!   with [`ShardConfig`], [`Starting`] and [`StartFailure`], and the
+//!   futures [`Answer`] and [`LocalAnswer`];
 //! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
 //!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
-//!   [`ShardId`], [`ShardStats`], and [`key_hash`], the one hash of a key.
+//!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
+//!   a key) and [`usable_cpus`] (the process's affinity set).
 //!
 //! [`parts`] holds the pieces a shard is made of — the pure queues
 //! ([`Lanes`](parts::Lanes) per key, [`Fifo`](parts::Fifo) unkeyed) behind
 //! the [`Queue`](parts::Queue) seam, the runtime-free
 //! [`ShardCore`](parts::ShardCore), the [`Intake`](parts::Intake) — public
 //! so that they can be tested step by step and measured on their own;
-//! `ferry` uses none of them but the two queue types, to name its shards.
+//! `ferry` uses none of them but the two queue types and their `Queue` and
+//! `Waiter` bounds, to name its shards.
 //!
 //! Most users want the crate `ferry`.
 #![forbid(unsafe_code)]
