@@ -8,7 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Bounds on batches and on waiting inputs for one shard's [`Lanes`](crate::Lanes).
+/// Bounds on batches and on waiting inputs for one shard's queue
+/// ([`Lanes`](crate::parts::Lanes) or [`Fifo`](crate::parts::Fifo)).
 ///
 /// ```
 /// use ferry_shard::LanesConfig;
