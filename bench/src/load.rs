@@ -231,10 +231,7 @@ pub fn drive<S: System>(
         stop_at,
         give_up_at: stop_at + load.drain_timeout,
     };
-    let mut batches_from = None;
-    let mut batches_to = None;
-    let mut idle_from = None;
-    let mut idle_to = None;
+    let mut window = WindowCounts::default();
 
     std::thread::scope(|scope| {
         for (index, published) in published.iter().enumerate() {
@@ -251,53 +248,19 @@ pub fn drive<S: System>(
         let mut tick_before = start;
         loop {
             let now = Instant::now();
-            if batches_from.is_none() && now >= measure_from {
-                batches_from = Some(system.batch_counts());
-                idle_from = system.idle_counts();
-            }
-            if batches_to.is_none() && now >= stop_at {
-                batches_to = Some(system.batch_counts());
-                idle_to = system.idle_counts();
-            }
+            window.look(system, &timeline, now);
             if published.iter().all(|p| p.finished.load(Ordering::Acquire)) {
                 break;
             }
             if now >= next_tick {
-                let done: u64 = published
-                    .iter()
-                    .map(|p| p.done.load(Ordering::Relaxed))
-                    .sum();
-                let answered: u64 = published
-                    .iter()
-                    .map(|p| {
-                        p.done.load(Ordering::Relaxed)
-                            + p.failed.load(Ordering::Relaxed)
-                            + p.refused.load(Ordering::Relaxed)
-                    })
-                    .sum();
-                let submitted: u64 = published
-                    .iter()
-                    .map(|p| p.submitted.load(Ordering::Relaxed))
-                    .sum();
-                let latency = merge(&published);
-                on_progress(&Progress {
-                    elapsed: now - start,
-                    phase: timeline.phase(now),
-                    inputs_per_s: (done - done_before) as f64 / (now - tick_before).as_secs_f64(),
-                    p99_ns: (!latency.is_empty()).then(|| latency.value_at_quantile(0.99)),
-                    in_flight: submitted.saturating_sub(answered),
-                });
+                let (progress, done) =
+                    progress(&published, &timeline, now, done_before, tick_before);
+                on_progress(&progress);
                 done_before = done;
                 tick_before = now;
                 next_tick += PROGRESS_EVERY;
             }
-            let mut wake_at = next_tick;
-            if batches_from.is_none() {
-                wake_at = wake_at.min(measure_from);
-            }
-            if batches_to.is_none() {
-                wake_at = wake_at.min(stop_at);
-            }
+            let wake_at = window.next_look(&timeline, next_tick);
             // Look for finished generators often; the drain is usually short.
             let wait = wake_at
                 .saturating_duration_since(now)
@@ -306,15 +269,99 @@ pub fn drive<S: System>(
         }
     });
 
-    let batches_to = batches_to.unwrap_or_else(|| system.batch_counts());
-    let batches = match (batches_from, batches_to) {
-        (Some(Some(from)), Some(to)) => Some(to.since(from)),
-        _ => None,
+    let (batches, idle) = window.since(system);
+    summarize(&published, load, batches, idle)
+}
+
+/// The system's batch and idle counts as the measured window opens and
+/// closes.
+#[derive(Default)]
+struct WindowCounts {
+    batches_from: Option<Option<BatchCounts>>,
+    batches_to: Option<Option<BatchCounts>>,
+    idle_from: Option<IdleCounts>,
+    idle_to: Option<IdleCounts>,
+}
+
+impl WindowCounts {
+    /// Takes the counts at the window's edges once `now` has reached them.
+    fn look<S: System>(&mut self, system: &S, timeline: &Timeline, now: Instant) {
+        if self.batches_from.is_none() && now >= timeline.measure_from {
+            self.batches_from = Some(system.batch_counts());
+            self.idle_from = system.idle_counts();
+        }
+        if self.batches_to.is_none() && now >= timeline.stop_at {
+            self.batches_to = Some(system.batch_counts());
+            self.idle_to = system.idle_counts();
+        }
+    }
+
+    /// When to look next: the next progress tick, or an edge not yet taken.
+    fn next_look(&self, timeline: &Timeline, next_tick: Instant) -> Instant {
+        let mut wake_at = next_tick;
+        if self.batches_from.is_none() {
+            wake_at = wake_at.min(timeline.measure_from);
+        }
+        if self.batches_to.is_none() {
+            wake_at = wake_at.min(timeline.stop_at);
+        }
+        wake_at
+    }
+
+    /// The counts over the window (its end taken now if the run ended
+    /// before it).
+    fn since<S: System>(self, system: &S) -> (Option<BatchCounts>, Option<IdleCounts>) {
+        let batches_to = self.batches_to.unwrap_or_else(|| system.batch_counts());
+        let batches = match (self.batches_from, batches_to) {
+            (Some(Some(from)), Some(to)) => Some(to.since(from)),
+            _ => None,
+        };
+        let idle = match (
+            self.idle_from,
+            self.idle_to.or_else(|| system.idle_counts()),
+        ) {
+            (Some(from), Some(to)) => Some(to.since(from)),
+            _ => None,
+        };
+        (batches, idle)
+    }
+}
+
+/// The progress line's figures at `now`, and the inputs done so far.
+fn progress(
+    published: &[CachePadded<Published>],
+    timeline: &Timeline,
+    now: Instant,
+    done_before: u64,
+    tick_before: Instant,
+) -> (Progress, u64) {
+    let sum = |read: fn(&Published) -> u64| -> u64 { published.iter().map(|p| read(p)).sum() };
+    let done = sum(|p| p.done.load(Ordering::Relaxed));
+    let answered = sum(|p| {
+        p.done.load(Ordering::Relaxed)
+            + p.failed.load(Ordering::Relaxed)
+            + p.refused.load(Ordering::Relaxed)
+    });
+    let submitted = sum(|p| p.submitted.load(Ordering::Relaxed));
+    let latency = merge(published);
+    let progress = Progress {
+        elapsed: now - timeline.start,
+        phase: timeline.phase(now),
+        inputs_per_s: (done - done_before) as f64 / (now - tick_before).as_secs_f64(),
+        p99_ns: (!latency.is_empty()).then(|| latency.value_at_quantile(0.99)),
+        in_flight: submitted.saturating_sub(answered),
     };
-    let idle = match (idle_from, idle_to.or_else(|| system.idle_counts())) {
-        (Some(from), Some(to)) => Some(to.since(from)),
-        _ => None,
-    };
+    (progress, done)
+}
+
+/// What the generators counted over the whole run, with the system's batch
+/// and idle counts over the measured window.
+fn summarize(
+    published: &[CachePadded<Published>],
+    load: &Load,
+    batches: Option<BatchCounts>,
+    idle: Option<IdleCounts>,
+) -> Measured {
     let sum = |field: fn(&Published) -> &AtomicU64| -> u64 {
         published
             .iter()
@@ -331,7 +378,7 @@ pub fn drive<S: System>(
         refused: sum(|p| &p.refused),
         done_in_window: sum(|p| &p.done_in_window),
         window: load.duration,
-        latency: merge(&published),
+        latency: merge(published),
         batches,
         idle,
         gave_up: published.iter().any(|p| p.gave_up.load(Ordering::Relaxed)),
@@ -421,22 +468,7 @@ fn generate<S: System>(
         done_sum: Cell::new(0),
     };
     let mut rng = Rng::new(load.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut schedule = match load.mode {
-        Mode::Closed { .. } => None,
-        Mode::Open {
-            rate,
-            outstanding_max,
-        } => {
-            crate::timing::lower_timer_slack();
-            Some(OpenSchedule {
-                next: 0,
-                index,
-                generators: load.generators,
-                rate,
-                outstanding_max: outstanding_max.max(1),
-            })
-        }
-    };
+    let mut schedule = open_schedule(load, index);
     let thread_waker = Arc::new(ThreadWaker {
         thread: std::thread::current(),
         woken: AtomicBool::new(false),
@@ -444,13 +476,7 @@ fn generate<S: System>(
     let waker = Waker::from(Arc::clone(&thread_waker));
     let mut tasks: FuturesUnordered<Task<'_>> = FuturesUnordered::new();
 
-    if let Mode::Closed { clients } = load.mode {
-        let mine = clients / load.generators + usize::from(index < clients % load.generators);
-        for client in 0..mine {
-            let rng = Rng::new(rng.next_u64() ^ client as u64);
-            tasks.push(Box::pin(closed_client(system, &load.sampler, &local, rng)));
-        }
-    }
+    start_closed_clients(&mut tasks, index, system, load, &local, &mut rng);
 
     let mut next_publish = Instant::now() + PUBLISH_EVERY;
     loop {
@@ -461,27 +487,12 @@ fn generate<S: System>(
         let now = Instant::now();
         let mut wake_at = next_publish.min(timeline.give_up_at);
         if let Some(schedule) = &mut schedule {
-            for _ in 0..OPEN_SENDS_PER_TURN_MAX {
-                if tasks.len() >= schedule.outstanding_max {
-                    break;
-                }
-                let Some(intended) = schedule.intended(&timeline) else {
-                    break;
-                };
-                if intended > now {
-                    wake_at = wake_at.min(intended);
-                    break;
-                }
-                schedule.next += 1;
-                let key = load.sampler.sample(&mut rng);
-                tasks.push(Box::pin(open_input(
-                    system,
-                    &local,
-                    key,
-                    schedule.next,
-                    intended,
-                )));
-                // Collect it (and any other outcome) on the next turn.
+            let sent = send_due(schedule, &mut tasks, system, load, &local, &mut rng, now);
+            if let Some(next) = sent.next_due {
+                wake_at = wake_at.min(next);
+            }
+            if sent.any {
+                // Collect them (and any other outcome) on the next turn.
                 thread_waker.woken.store(true, Ordering::SeqCst);
             }
         }
@@ -507,6 +518,92 @@ fn generate<S: System>(
     drop(tasks);
     local.publish();
     published.finished.store(true, Ordering::Release);
+}
+
+/// Generator `index`'s share of the closed loop's clients.
+fn start_closed_clients<'a, S: System>(
+    tasks: &mut FuturesUnordered<Task<'a>>,
+    index: usize,
+    system: &'a S,
+    load: &'a Load,
+    local: &'a Local<'a>,
+    rng: &mut Rng,
+) {
+    if let Mode::Closed { clients } = load.mode {
+        let mine = clients / load.generators + usize::from(index < clients % load.generators);
+        for client in 0..mine {
+            let rng = Rng::new(rng.next_u64() ^ client as u64);
+            tasks.push(Box::pin(closed_client(system, &load.sampler, local, rng)));
+        }
+    }
+}
+
+/// The open loop's schedule for generator `index`, if the load is open.
+fn open_schedule(load: &Load, index: usize) -> Option<OpenSchedule> {
+    match load.mode {
+        Mode::Closed { .. } => None,
+        Mode::Open {
+            rate,
+            outstanding_max,
+        } => {
+            crate::timing::lower_timer_slack();
+            Some(OpenSchedule {
+                next: 0,
+                index,
+                generators: load.generators,
+                rate,
+                outstanding_max: outstanding_max.max(1),
+            })
+        }
+    }
+}
+
+/// What one turn of the open loop sent.
+struct Sent {
+    /// Any input was sent.
+    any: bool,
+    /// When the next input is due, if it is not due yet.
+    next_due: Option<Instant>,
+}
+
+/// Sends the open-loop inputs due by `now`, at most
+/// `OPEN_SENDS_PER_TURN_MAX` and while fewer than `outstanding_max` wait.
+fn send_due<'a, S: System>(
+    schedule: &mut OpenSchedule,
+    tasks: &mut FuturesUnordered<Task<'a>>,
+    system: &'a S,
+    load: &Load,
+    local: &'a Local<'a>,
+    rng: &mut Rng,
+    now: Instant,
+) -> Sent {
+    let mut sent = Sent {
+        any: false,
+        next_due: None,
+    };
+    for _ in 0..OPEN_SENDS_PER_TURN_MAX {
+        if tasks.len() >= schedule.outstanding_max {
+            break;
+        }
+        let Some(intended) = schedule.intended(&local.timeline) else {
+            break;
+        };
+        if intended > now {
+            sent.next_due = Some(intended);
+            break;
+        }
+        schedule.next += 1;
+        let key = load.sampler.sample(rng);
+        tasks.push(Box::pin(open_input(
+            system,
+            local,
+            key,
+            schedule.next,
+            intended,
+        )));
+        sent.any = true;
+    }
+    sent
 }
 
 /// A closed-loop client: one input outstanding at a time until the window
