@@ -24,6 +24,7 @@ use std::sync::Arc;
 use ferry_shard::{Outcome, Runtime, ShardId};
 
 use crate::config::{BatcherBuilder, Plan};
+use crate::flush::Flush;
 use crate::shards::{block_on_submit, Shards, UnkeyedShards};
 use crate::start_error::StartError;
 use crate::stats::Stats;
@@ -285,6 +286,28 @@ where
     /// ```
     pub fn shards(&self) -> usize {
         self.inner.list.len()
+    }
+
+    /// Resolves once every input admitted before the call is answered (or
+    /// expired, or withdrawn); the batcher stays open and goes on admitting.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Batcher;
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_millis(20))
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let answers: Vec<_> = (0..4).map(|n| batcher.submit(n)).collect();
+    /// futures::executor::block_on(batcher.flush());
+    /// assert_eq!(batcher.stats().total().answered, 4);
+    /// # drop(answers);
+    /// ```
+    pub fn flush(&self) -> Flush {
+        self.inner.flush()
     }
 
     /// Closes the batcher (G9): new inputs are refused with the input

@@ -417,6 +417,62 @@ where
         self
     }
 
+    /// How long an input may wait to be taken into a batch (default: as long
+    /// as it takes; more than zero). An input still waiting then is answered
+    /// [`FerryError::Expired`](crate::FerryError::Expired) with the input
+    /// handed back, never sent; one already in a batch is never expired.
+    /// The store's scarce round trips then go to inputs that are still
+    /// fresh.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, FerryError};
+    ///
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .max_queue_time(Duration::from_millis(5))
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// match engine.submit_blocking(1, 7) {
+    ///     Err(FerryError::Expired { input }) => assert_eq!(input, 7),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// ```
+    pub fn max_queue_time(mut self, wait: Duration) -> Self {
+        self.lanes.max_queue_time = Some(wait);
+        self
+    }
+
+    /// Whether a caller that drops its `submit` future before its input is
+    /// taken into a batch withdraws the input (default `false`: the input
+    /// is still sent and its output dropped). Withdrawn, it is never sent,
+    /// and its count and weight leave the bounds; once taken, it is sent as
+    /// before. For callers with timeouts: the store does no work for a
+    /// caller that gave up.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_millis(50))
+    ///     .withdraw_on_drop(true)
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// drop(engine.submit(1, 7)); // gave up while it waited for its delay
+    /// futures::executor::block_on(engine.flush());
+    /// let stats = engine.stats().total();
+    /// assert_eq!((stats.withdrawn, stats.sent), (1, 0));
+    /// ```
+    pub fn withdraw_on_drop(mut self, withdraw: bool) -> Self {
+        self.lanes.withdraw_on_drop = withdraw;
+        self
+    }
+
     /// How much an input weighs (default 1). Called on the caller's thread.
     ///
     /// ```
@@ -667,6 +723,38 @@ where
     /// ```
     pub fn order(mut self, order: Order<I>) -> Self {
         self.order = order;
+        self
+    }
+
+    /// Waiting inputs of one key at most (default unbounded, at least 1).
+    /// Past it, that key's inputs are refused
+    /// [`Refused::KeyFull`](crate::Refused::KeyFull) with the input handed
+    /// back, while other keys are still admitted: one hot key cannot take a
+    /// whole shard's queue.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, FerryError, Refused};
+    ///
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_queueing_per_key(1)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let first = engine.submit(1, 10); // waits for its delay
+    /// match engine.submit_blocking(1, 11) {
+    ///     Err(FerryError::Refused { input, reason: Refused::KeyFull }) => assert_eq!(input, 11),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// let other_key = engine.submit(2, 20); // another key is admitted
+    /// engine.close();
+    /// assert_eq!(futures::executor::block_on(first), Ok(10));
+    /// assert_eq!(futures::executor::block_on(other_key), Ok(20));
+    /// ```
+    pub fn max_queueing_per_key(mut self, inputs: usize) -> Self {
+        self.lanes.max_queueing_per_key = inputs;
         self
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
 
 use crate::config::{Builder, Plan};
+use crate::flush::Flush;
 use crate::route::route;
 use crate::shards::{block_on_submit, KeyedShards, Shards};
 use crate::start_error::StartError;
@@ -353,6 +354,34 @@ where
     /// ```
     pub fn shard_of(&self, key: &K) -> ShardId {
         ShardId::new(route(key, self.inner.list.len()).0)
+    }
+
+    /// Resolves once every input admitted before the call is answered (or
+    /// expired, or withdrawn); the engine stays open and goes on admitting.
+    /// For handing keys over without closing: a Kafka consumer whose
+    /// partitions are revoked flushes, then commits its offsets. After
+    /// [`close`](Self::close) it waits for the drain.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .max_batch_delay(Duration::from_millis(20))
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// let answers: Vec<_> = (0..8).map(|key| engine.submit(key, key * 10)).collect();
+    /// futures::executor::block_on(engine.flush());
+    /// let total = engine.stats().total();
+    /// assert_eq!((total.admitted, total.answered), (8, 8));
+    /// assert!(!engine.is_closed(), "still open");
+    /// assert_eq!(engine.submit_blocking(9, 90), Ok(90));
+    /// # drop(answers);
+    /// ```
+    pub fn flush(&self) -> Flush {
+        self.inner.flush()
     }
 
     /// Closes the engine (G9): new inputs are refused with the input handed

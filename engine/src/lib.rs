@@ -105,6 +105,7 @@
 mod batcher;
 mod config;
 mod engine;
+mod flush;
 mod route;
 mod shards;
 mod start_error;
@@ -117,6 +118,7 @@ pub use config::{
     DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SPIN_BEFORE_PARK,
 };
 pub use engine::Engine;
+pub use flush::Flush;
 pub use route::route;
 pub use start_error::StartError;
 pub use stats::Stats;

@@ -15,6 +15,7 @@ use ferry_shard::{
 };
 
 use crate::config::{Plan, Weigh};
+use crate::flush::Flush;
 use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::Submit;
@@ -192,6 +193,12 @@ where
             Ok(answer) => Submit::waiting(answer),
             Err(refusal) => Submit::refused(refusal.item, refusal.reason),
         }
+    }
+
+    /// Resolves once every input admitted before the call, on every shard,
+    /// is resolved.
+    pub(crate) fn flush(&self) -> Flush {
+        Flush::new(self.list.iter().map(Shard::flush).collect())
     }
 }
 

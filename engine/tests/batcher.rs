@@ -911,6 +911,7 @@ fn once_quiet_the_stats_balance(runtime: Runtime) {
                     Refused::Full => "refused full",
                     Refused::TooHeavy => "refused too heavy",
                     Refused::Closed => "refused closed",
+                    Refused::KeyFull => panic!("input {input}: a batcher has no keys to be full"),
                 }
             }
             Err(other) => panic!("input {input}: {other:?}"),

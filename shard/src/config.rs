@@ -42,6 +42,19 @@ pub struct LanesConfig {
     pub max_queueing: usize,
     /// The waiting inputs of the shard weigh at most this much. At least 1.
     pub max_queued_weight: u64,
+    /// At most this many inputs of one key wait (admitted, not yet sent);
+    /// past it the key's inputs are refused `KeyFull`, so that one hot key
+    /// cannot take the whole shard's queue. At least 1. (Unkeyed batching
+    /// has no keys and ignores it.)
+    pub max_queueing_per_key: usize,
+    /// An input still waiting (not yet taken into a batch) this long after
+    /// its arrival is answered `Expired`, its input handed back, never
+    /// sent. `None`: inputs wait as long as it takes. Not zero.
+    pub max_queue_time: Option<Duration>,
+    /// Whether an input whose caller stopped waiting (dropped its future)
+    /// before the input was taken into a batch is withdrawn: never sent, its
+    /// count and weight out of the bounds.
+    pub withdraw_on_drop: bool,
 }
 
 impl LanesConfig {
@@ -56,7 +69,20 @@ impl LanesConfig {
         at_least_one("max_batch_weight", self.max_batch_weight)?;
         at_least_one("max_queueing", self.max_queueing as u64)?;
         at_least_one("max_queued_weight", self.max_queued_weight)?;
+        at_least_one("max_queueing_per_key", self.max_queueing_per_key as u64)?;
+        if self.max_queue_time == Some(Duration::ZERO) {
+            return Err(ConfigError::new(
+                "max_queue_time",
+                "must be more than zero (leave it unset for no limit)",
+                "0s",
+            ));
+        }
         Ok(())
+    }
+
+    /// `max_queue_time` in whole nanoseconds, saturating; `None` if unset.
+    pub(crate) fn max_queue_time_ns(&self) -> Option<u64> {
+        self.max_queue_time.map(crate::clock::nanos)
     }
 
     /// `max_batch_delay` in whole nanoseconds, saturating.
@@ -73,6 +99,9 @@ impl Default for LanesConfig {
             max_batch_delay: Duration::ZERO,
             max_queueing: Self::DEFAULT_MAX_QUEUEING,
             max_queued_weight: u64::MAX,
+            max_queueing_per_key: usize::MAX,
+            max_queue_time: None,
+            withdraw_on_drop: false,
         }
     }
 }
@@ -142,13 +171,20 @@ mod tests {
         assert_eq!(config.max_queueing, 1_000_000);
         assert_eq!(config.max_batch_weight, u64::MAX);
         assert_eq!(config.max_queued_weight, u64::MAX);
+        assert_eq!(config.max_queueing_per_key, usize::MAX);
+        assert_eq!(config.max_queue_time, None);
+        assert!(!config.withdraw_on_drop);
         assert_eq!(config.validate(), Ok(()));
     }
 
     #[test]
     fn each_zero_bound_is_named_in_its_error() {
         type Breaks = fn(&mut LanesConfig);
-        let cases: [(&str, Breaks); 4] = [
+        let cases: [(&str, Breaks); 6] = [
+            ("max_queueing_per_key", |c| c.max_queueing_per_key = 0),
+            ("max_queue_time", |c| {
+                c.max_queue_time = Some(Duration::ZERO)
+            }),
             ("max_batch_size", |c| c.max_batch_size = 0),
             ("max_batch_weight", |c| c.max_batch_weight = 0),
             ("max_queueing", |c| c.max_queueing = 0),

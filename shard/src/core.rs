@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use crate::config::LanesConfig;
 use crate::error::FerryError;
+use crate::flush::Generations;
 use crate::local::LocalSender;
 use crate::queue::Queue;
 use crate::refused::Refused;
@@ -29,10 +30,16 @@ use crate::stats::ShardStats;
 /// What a caller finally receives.
 pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
 
-/// Where an input's outcome goes: to a caller on another thread through a
+/// Where an input's outcome goes — to a caller on another thread through a
 /// oneshot channel, or to a task on the shard's own thread through a local
-/// slot (the fast path, no atomics).
-pub enum Reply<I, O, E> {
+/// slot (the fast path, no atomics) — and the flush generation it was
+/// admitted in.
+pub struct Reply<I, O, E> {
+    to: ReplyTo<I, O, E>,
+    generation: u64,
+}
+
+enum ReplyTo<I, O, E> {
     /// A caller on any thread.
     Remote(oneshot::Sender<Outcome<I, O, E>>),
     /// A task on this shard.
@@ -42,26 +49,34 @@ pub enum Reply<I, O, E> {
 impl<I, O, E> Reply<I, O, E> {
     /// Whether the caller is a task on the shard's own thread.
     pub fn is_local(&self) -> bool {
-        matches!(self, Reply::Local(_))
+        matches!(self.to, ReplyTo::Local(_))
+    }
+
+    /// Whether the caller stopped waiting (dropped its future).
+    pub fn is_abandoned(&self) -> bool {
+        match &self.to {
+            ReplyTo::Remote(reply) => reply.is_closed(),
+            ReplyTo::Local(reply) => reply.is_abandoned(),
+        }
     }
 
     /// Delivers `outcome`. A caller that stopped waiting has nothing to be
     /// told, so a closed channel is not an error.
     pub fn send(self, outcome: Outcome<I, O, E>) {
-        match self {
-            Reply::Remote(reply) => {
+        match self.to {
+            ReplyTo::Remote(reply) => {
                 let _ = reply.send(outcome);
             }
-            Reply::Local(reply) => reply.send(outcome),
+            ReplyTo::Local(reply) => reply.send(outcome),
         }
     }
 }
 
 impl<I, O, E> std::fmt::Debug for Reply<I, O, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Reply::Remote(_) => "Reply::Remote",
-            Reply::Local(_) => "Reply::Local",
+        f.write_str(match self.to {
+            ReplyTo::Remote(_) => "Reply::Remote",
+            ReplyTo::Local(_) => "Reply::Local",
         })
     }
 }
@@ -122,7 +137,22 @@ pub struct ShardCore<Q, I, O, E> {
     spare_replies: Vec<Vec<Reply<I, O, E>>>,
     /// An answer went to a task on this thread (see `take_woke_local`).
     woke_local: bool,
+    /// Inputs whose callers dropped their futures are withdrawn.
+    withdraw_on_drop: bool,
+    /// What each flush request waits for.
+    generations: Generations<FlushReply>,
+    /// Flush requests completed, to be told once the stats that show them
+    /// complete are published (see `take_flushed`).
+    flushed: Vec<FlushReply>,
 }
+
+/// Told once every input admitted before a flush request is resolved.
+pub type FlushReply = oneshot::Sender<()>;
+
+/// How far into a lane (or the unkeyed queue) a withdrawal notice looks for
+/// inputs whose callers are gone. Any it does not reach are found when
+/// their batch is taken.
+const WITHDRAW_SCAN: usize = 128;
 
 /// Reply vectors kept for reuse at most. Each holds at most
 /// `max_batch_size` slots, so this bounds what the pool keeps.
@@ -144,12 +174,15 @@ where
             "max_in_flight_batches must be at least 1"
         );
         Self {
+            withdraw_on_drop: lanes.withdraw_on_drop,
             queue: Q::with_config(lanes),
             max_in_flight,
             in_flight: 0,
             stats: ShardStats::default(),
             spare_replies: Vec::new(),
             woke_local: false,
+            generations: Generations::default(),
+            flushed: Vec::new(),
         }
     }
 
@@ -164,7 +197,7 @@ where
             weight,
             reply,
         } = submission;
-        self.admit_with(hash, key, input, rank, weight, Reply::Remote(reply), now);
+        self.admit_with(hash, key, input, rank, weight, ReplyTo::Remote(reply), now);
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread
@@ -180,7 +213,7 @@ where
         reply: LocalSender<Outcome<I, O, E>>,
         now: Duration,
     ) {
-        if self.admit_with(hash, key, input, rank, weight, Reply::Local(reply), now) {
+        if self.admit_with(hash, key, input, rank, weight, ReplyTo::Local(reply), now) {
             self.stats.admitted_local += 1;
         }
     }
@@ -193,10 +226,11 @@ where
         input: I,
         rank: i64,
         weight: u64,
-        reply: Reply<I, O, E>,
+        to: ReplyTo<I, O, E>,
         now: Duration,
     ) -> bool {
-        let mut waiter = Some((input, reply));
+        let generation = self.generations.current();
+        let mut waiter = Some((input, Reply { to, generation }));
         // The key's `Eq` or `Clone` is user code and may panic while its
         // lane is looked up; the input is then still in `waiter`, and goes
         // back to its caller before the shard goes down (G4).
@@ -206,6 +240,7 @@ where
         match admitted {
             Ok(Ok(())) => {
                 self.stats.admitted += 1;
+                self.generations.admitted();
                 true
             }
             Ok(Err(reason)) => {
@@ -231,30 +266,128 @@ where
     /// The next batch to start, if a slot is free and a batch is ready at
     /// `now`. Its slot (and, per key, its lane) is busy until
     /// [`complete`](Self::complete).
+    ///
+    /// With `withdraw_on_drop`, an input whose caller is gone when its
+    /// batch is taken is withdrawn in the same step, never sent; a batch
+    /// left with no input is released at once and the next one looked at.
     pub fn dispatch(&mut self, now: Duration) -> Option<DispatchOf<Q, I, O, E>> {
         if self.in_flight >= self.max_in_flight {
             return None;
         }
+        loop {
+            let (ticket, key, (inputs, replies)) = self.take_batch(now)?;
+            if inputs.is_empty() {
+                self.spare_replies.push(replies);
+                self.queue.complete(ticket, now);
+                continue;
+            }
+            return Some(self.start(ticket, key, inputs, replies));
+        }
+    }
+
+    /// Takes the next ready batch, split into inputs and replies, less any
+    /// withdrawn.
+    #[allow(clippy::type_complexity)]
+    fn take_batch(
+        &mut self,
+        now: Duration,
+    ) -> Option<(Q::Ticket, Q::Key, (Vec<I>, Vec<Reply<I, O, E>>))> {
         let spare = &mut self.spare_replies;
-        let (ticket, key, (inputs, replies)) = self.queue.take_with(now, |items| {
+        let withdraw = self.withdraw_on_drop;
+        let mut gone = Vec::new();
+        let taken = self.queue.take_with(now, |items| {
             let mut inputs = Vec::with_capacity(items.len());
             let mut replies = spare.pop().unwrap_or_default();
             for (input, reply) in items {
+                if withdraw && reply.is_abandoned() {
+                    gone.push(reply.generation);
+                    continue;
+                }
                 inputs.push(input);
                 replies.push(reply);
             }
             (inputs, replies)
-        })?;
+        });
+        for generation in gone {
+            self.stats.withdrawn += 1;
+            self.resolved(generation);
+        }
+        taken
+    }
+
+    /// Counts a batch out and puts it in a slot.
+    fn start(
+        &mut self,
+        ticket: Q::Ticket,
+        key: Q::Key,
+        inputs: Vec<I>,
+        replies: Vec<Reply<I, O, E>>,
+    ) -> DispatchOf<Q, I, O, E> {
         self.in_flight += 1;
         self.stats.batches += 1;
         self.stats.sent += inputs.len() as u64;
         debug_assert!(self.in_flight <= self.max_in_flight);
-        Some(Dispatch {
+        Dispatch {
             ticket,
             key,
             inputs,
             replies,
-        })
+        }
+    }
+
+    /// An input of `generation` is resolved: the flushes it completes are
+    /// kept, to be told.
+    fn resolved(&mut self, generation: u64) {
+        let completed = self.generations.resolved(generation);
+        self.flushed.extend(completed);
+    }
+
+    /// The flush requests completed since the last call. The driver tells
+    /// them after publishing the stats, so that a caller whose flush
+    /// resolved reads figures that include everything it waited for.
+    pub fn take_flushed(&mut self) -> Vec<FlushReply> {
+        std::mem::take(&mut self.flushed)
+    }
+
+    /// Answers `Expired` every input still waiting `max_queue_time` after
+    /// its arrival, handing it back (never sent).
+    pub fn expire(&mut self, now: Duration) {
+        let mut expired = Vec::new();
+        self.queue.expire_with(now, |waiter| expired.push(waiter));
+        for (input, reply) in expired {
+            self.stats.expired += 1;
+            self.woke_local |= reply.is_local();
+            let generation = reply.generation;
+            reply.send(Err(FerryError::Expired { input }));
+            self.resolved(generation);
+        }
+    }
+
+    /// A caller of the key of `hash` dropped its future: its input, if it
+    /// is still waiting near the front of its lane, is withdrawn (never
+    /// sent, out of the bounds). Does nothing unless `withdraw_on_drop`.
+    pub fn withdraw(&mut self, hash: u64) {
+        if !self.withdraw_on_drop {
+            return;
+        }
+        let mut gone = Vec::new();
+        self.queue.withdraw_with(
+            hash,
+            WITHDRAW_SCAN,
+            |(_, reply)| reply.is_abandoned(),
+            |(_, reply)| gone.push(reply.generation),
+        );
+        for generation in gone {
+            self.stats.withdrawn += 1;
+            self.resolved(generation);
+        }
+    }
+
+    /// A flush: `reply` is to be told once every input admitted so far is
+    /// resolved (at once if none is outstanding): see `take_flushed`.
+    pub fn flush(&mut self, reply: FlushReply) {
+        let completed = self.generations.request(reply);
+        self.flushed.extend(completed);
     }
 
     /// A batch finished: answer each of its callers exactly once and release
@@ -291,6 +424,9 @@ where
         let expected = replies.len();
         self.stats.answered += expected as u64;
         self.woke_local |= replies.iter().any(Reply::is_local);
+        for reply in &replies {
+            self.resolved(reply.generation);
+        }
         match outcome {
             BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
                 for (reply, output) in replies.drain(..).zip(outputs) {
@@ -323,6 +459,7 @@ where
         for (input, reply) in self.queue.drain_waiting() {
             self.stats.refused += 1;
             self.stats.admitted -= 1;
+            self.resolved(reply.generation);
             reply.send(Err(FerryError::Refused {
                 input,
                 reason: Refused::Closed,
@@ -336,11 +473,12 @@ where
     }
 
     /// A time no later than when the next waiting lane becomes due, if a
-    /// lane waits and a slot is free to send it. With every slot busy, the
-    /// next completion comes first and is the thing to wait for.
+    /// lane waits and a slot is free to send it, or when the next waiting
+    /// input expires. With every slot busy, the next completion comes first
+    /// and is the thing to wait for, unless an input expires before.
     pub fn next_deadline(&mut self) -> Option<Duration> {
         if self.in_flight >= self.max_in_flight {
-            return None;
+            return self.queue.next_expiry();
         }
         self.queue.next_deadline()
     }

@@ -46,13 +46,20 @@ pub enum FerryError<I, E> {
     /// The engine stopped while the input's batch was in flight (or before
     /// it was sent); whether the store applied it is unknown.
     Aborted,
+    /// Admitted, but still waiting (never taken into a batch, never sent)
+    /// `max_queue_time` after it arrived; `input` is handed back.
+    Expired {
+        /// The input, handed back.
+        input: I,
+    },
 }
 
 impl<I, E> FerryError<I, E> {
-    /// The input handed back, if the error is a refusal.
+    /// The input handed back, if the error is a refusal or an expiry (the
+    /// input was never sent).
     pub fn into_input(self) -> Option<I> {
         match self {
-            FerryError::Refused { input, .. } => Some(input),
+            FerryError::Refused { input, .. } | FerryError::Expired { input } => Some(input),
             _ => None,
         }
     }
@@ -80,6 +87,9 @@ impl<I, E: fmt::Display> fmt::Display for FerryError<I, E> {
             FerryError::Aborted => f.write_str(
                 "the engine stopped while the input's batch was in flight; its outcome at the store is unknown",
             ),
+            FerryError::Expired { .. } => f.write_str(
+                "the input waited max_queue_time without being sent and was handed back (never sent)",
+            ),
         }
     }
 }
@@ -100,6 +110,7 @@ impl<I, E: fmt::Debug> fmt::Debug for FerryError<I, E> {
                 .field("got", got)
                 .finish(),
             FerryError::Aborted => f.write_str("Aborted"),
+            FerryError::Expired { .. } => f.write_str("Expired { .. }"),
         }
     }
 }

@@ -43,6 +43,12 @@
 //! there are at most `max_queueing` of them and that sum is at most
 //! `max_queued_weight`.
 //! Invariant: every waiting input weighs at most `max_batch_weight`.
+//!
+//! Besides a batch, an input leaves by *expiry* (`max_queue_time`): the
+//! oldest inputs are at the front, so [`Fifo::expire_with`] pops the front
+//! while it is due, at a cost of what expires; or by *withdrawal*
+//! ([`Fifo::withdraw_with`]): the inputs a predicate marks are removed from
+//! the front part of the queue, where the first given up on wait.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -164,6 +170,7 @@ struct Queued<T> {
 pub struct Fifo<T> {
     config: LanesConfig,
     delay_ns: u64,
+    queue_time_ns: Option<u64>,
     /// Admission order, which is arrival order: the front is the oldest.
     inputs: VecDeque<Queued<T>>,
     waiting_weight: u64,
@@ -196,6 +203,7 @@ impl<T> Fifo<T> {
         }
         Self {
             delay_ns: config.max_batch_delay_ns(),
+            queue_time_ns: config.max_queue_time_ns(),
             config,
             inputs: VecDeque::new(),
             waiting_weight: 0,
@@ -463,10 +471,103 @@ impl<T> Fifo<T> {
     /// assert_eq!(fifo.next_deadline(), None, "closed: ready at once");
     /// ```
     pub fn next_deadline(&self) -> Option<Duration> {
-        if self.closed {
-            return None;
+        let due_ns = if self.closed { None } else { self.due_ns() };
+        let expiry_ns = self.expiry_ns();
+        let next_ns = match (due_ns, expiry_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        next_ns.map(Duration::from_nanos)
+    }
+
+    /// When the oldest waiting input expires, if `max_queue_time` is set.
+    pub fn next_expiry(&self) -> Option<Duration> {
+        self.expiry_ns().map(Duration::from_nanos)
+    }
+
+    fn expiry_ns(&self) -> Option<u64> {
+        let queue_time_ns = self.queue_time_ns?;
+        let oldest = self.inputs.front()?;
+        Some(oldest.arrival_ns.saturating_add(queue_time_ns))
+    }
+
+    /// Hands to `out` every input still waiting `max_queue_time` after its
+    /// arrival, by `now`, oldest first, and returns how many.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Fifo;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let t = Duration::from_millis;
+    /// let mut fifo = Fifo::new(LanesConfig {
+    ///     max_queue_time: Some(t(10)),
+    ///     max_batch_delay: t(100),
+    ///     ..LanesConfig::default()
+    /// });
+    /// fifo.admit('a', 1, t(0)).unwrap();
+    /// fifo.admit('b', 1, t(5)).unwrap();
+    /// assert_eq!(fifo.next_deadline(), Some(t(10)), "a expires before it is due");
+    /// let mut expired = Vec::new();
+    /// assert_eq!(fifo.expire_with(t(12), |item| expired.push(item)), 1);
+    /// assert_eq!((expired, fifo.waiting()), (vec!['a'], 1));
+    /// ```
+    pub fn expire_with(&mut self, now: Duration, mut out: impl FnMut(T)) -> usize {
+        let now_ns = self.observe(now);
+        let mut expired = 0;
+        while self
+            .expiry_ns()
+            .is_some_and(|expiry_ns| expiry_ns <= now_ns)
+        {
+            let queued = self.inputs.pop_front().expect("an input that expires");
+            self.waiting_weight -= queued.weight;
+            out(queued.item);
+            expired += 1;
         }
-        self.due_ns().map(Duration::from_nanos)
+        self.assert_invariants();
+        expired
+    }
+
+    /// Withdraws, handing each to `out`, the inputs among the first `scan`
+    /// waiting that `gone` marks, and returns how many (see the module
+    /// docs).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Fifo;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut fifo = Fifo::new(LanesConfig { max_batch_delay: Duration::from_secs(1), ..LanesConfig::default() });
+    /// for item in 1..=4 {
+    ///     fifo.admit(item, 1, Duration::ZERO).unwrap();
+    /// }
+    /// let mut withdrawn = Vec::new();
+    /// assert_eq!(fifo.withdraw_with(3, |item| item % 2 == 1, |item| withdrawn.push(item)), 2);
+    /// assert_eq!((withdrawn, fifo.waiting()), (vec![1, 3], 2));
+    /// ```
+    pub fn withdraw_with(
+        &mut self,
+        scan: usize,
+        mut gone: impl FnMut(&T) -> bool,
+        mut out: impl FnMut(T),
+    ) -> usize {
+        let mut withdrawn = 0;
+        let mut at = 0;
+        for _ in 0..scan {
+            let Some(queued) = self.inputs.get(at) else {
+                break;
+            };
+            if gone(&queued.item) {
+                let queued = self.inputs.remove(at).expect("an input at `at`");
+                self.waiting_weight -= queued.weight;
+                out(queued.item);
+                withdrawn += 1;
+            } else {
+                at += 1;
+            }
+        }
+        self.assert_invariants();
+        withdrawn
     }
 
     /// Whether a batch is ready ignoring deadlines: an input waits and the

@@ -21,9 +21,10 @@ use tokio::sync::oneshot;
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
-use crate::core::{Outcome, ShardCore, Submission, Waiter};
+use crate::core::{FlushReply, Outcome, ShardCore, Submission, Waiter};
 use crate::error::FerryError;
 use crate::executor::Executor;
+use crate::flush_door::{FlushDoor, Flushed};
 use crate::idle::{Alarm, Bell, IdlePolicy};
 use crate::intake::Intake;
 use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
@@ -47,6 +48,8 @@ pub(crate) enum Inbound<K, I, O, E> {
     Bundle(Vec<Submission<K, I, O, E>>),
     /// A task to run on the shard's thread.
     Spawn(SpawnTask),
+    /// A caller of the key of this hash stopped waiting (`withdraw_on_drop`).
+    Withdraw(u64),
 }
 
 /// Inputs for one shard, gathered to be handed over in one push
@@ -77,7 +80,10 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
             weight,
             reply,
         });
-        Answer(answer)
+        Answer {
+            outcome: answer,
+            notice: None,
+        }
     }
 
     /// Inputs in the bundle.
@@ -133,6 +139,10 @@ where
     engine: usize,
     intake: SharedIntake<Q::Key, I, O, E>,
     counters: Arc<ShardCounters>,
+    flushes: Arc<FlushDoor<FlushReply>>,
+    /// Its config's `withdraw_on_drop`: answers tell the shard when their
+    /// caller drops them unanswered.
+    withdraw_on_drop: bool,
     thread: ThreadId,
     join: Mutex<Option<JoinHandle<()>>>,
     _queue: PhantomData<fn() -> Q>,
@@ -192,9 +202,15 @@ where
     {
         let intake = Arc::new(Intake::new(config.intake_capacity));
         let counters = Arc::new(ShardCounters::default());
+        let flushes = Arc::new(FlushDoor::default());
         let (ready_tx, ready) = mpsc::channel();
         let thread = {
             let (intake, counters) = (Arc::clone(&intake), Arc::clone(&counters));
+            let shared = Shared {
+                intake,
+                counters,
+                flushes: Arc::clone(&flushes),
+            };
             let config = config.clone();
             std::thread::Builder::new()
                 .name(format!("ferry-{}", config.id))
@@ -202,11 +218,11 @@ where
                     let ready = Ready(ready_tx);
                     match config.runtime {
                         Runtime::Tokio => serve::<Tokio, Q, I, O, E, F, Fut, B, FE>(
-                            config, intake, counters, factory, ready,
+                            config, shared, factory, ready,
                         ),
                         Runtime::Glommio | Runtime::Auto => {
                             serve::<Glommio, Q, I, O, E, F, Fut, B, FE>(
-                                config, intake, counters, factory, ready,
+                                config, shared, factory, ready,
                             )
                         }
                     }
@@ -217,6 +233,8 @@ where
             engine: config.engine,
             intake,
             counters,
+            flushes,
+            withdraw_on_drop: config.lanes.withdraw_on_drop,
             thread: thread.thread().id(),
             join: Mutex::new(Some(thread)),
             _queue: PhantomData,
@@ -245,7 +263,10 @@ where
             reply,
         };
         match self.intake.push(Inbound::Submit(submission)) {
-            Ok(()) => Ok(Answer(answer)),
+            Ok(()) => Ok(Answer {
+                outcome: answer,
+                notice: self.notice(hash),
+            }),
             Err(Refusal { item, reason }) => {
                 self.counters.count_refused_at_intake();
                 let Inbound::Submit(submission) = item else {
@@ -326,6 +347,38 @@ where
         inputs
     }
 
+    /// A caller of the key of `hash` stopped waiting: tells the shard, which
+    /// withdraws the caller's input if it has not been taken yet (with
+    /// `withdraw_on_drop`). Best effort: if the intake is full or closed the
+    /// notice is dropped, and the input is found gone when its batch is
+    /// taken instead.
+    pub fn withdraw(&self, hash: u64) {
+        let _ = self.intake.push(Inbound::Withdraw(hash));
+    }
+
+    /// What an answer for the key of `hash` sends when dropped unanswered,
+    /// if inputs are withdrawn on drop.
+    fn notice(&self, hash: u64) -> Option<Notice> {
+        self.withdraw_on_drop.then(|| Notice {
+            door: Arc::clone(&self.intake) as Arc<dyn NoticeDoor>,
+            hash,
+        })
+    }
+
+    /// Resolves once every input admitted before the call is answered
+    /// (or expired, or withdrawn); the shard stays open. Resolves at once if
+    /// the shard has stopped.
+    pub fn flush(&self) -> Flushed {
+        let (reply, flushed) = oneshot::channel();
+        if self.flushes.request(reply) {
+            self.intake.ring();
+            Flushed::new(flushed)
+        } else {
+            // Stopped: nothing to wait for.
+            Flushed::done()
+        }
+    }
+
     /// Runs `task` on the shard's thread, beside its loop. Refused (`Full`
     /// or `Closed`) when the intake cannot take it.
     pub fn spawn(&self, task: SpawnTask) -> Result<(), Refused> {
@@ -400,12 +453,17 @@ impl<F> Ready<F> {
     }
 }
 
+/// What a shard's thread shares with its handle.
+struct Shared<K, I, O, E> {
+    intake: SharedIntake<K, I, O, E>,
+    counters: Arc<ShardCounters>,
+    flushes: Arc<FlushDoor<FlushReply>>,
+}
+
 /// The body of a shard's thread: the runtime, the batch function, the loop.
-#[allow(clippy::too_many_arguments)]
 fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     config: ShardConfig,
-    intake: SharedIntake<Q::Key, I, O, E>,
-    counters: Arc<ShardCounters>,
+    shared: Shared<Q::Key, I, O, E>,
     factory: Arc<F>,
     ready: Ready<FE>,
 ) where
@@ -419,9 +477,15 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     Fut: Future<Output = Result<B, FE>>,
     B: BatchFn<Q::Key, I, O, E> + 'static,
 {
+    let Shared {
+        intake,
+        counters,
+        flushes,
+    } = shared;
     let _closing = CloseOnExit {
         intake: &intake,
         counters: &counters,
+        flushes: &flushes,
     };
     let name = format!("ferry-{}", config.id);
     let ran = R::run(&name, config.cpu, async {
@@ -450,6 +514,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
         });
         let parts = Parts {
             core,
+            flushes: Arc::clone(&flushes),
             intake: Arc::clone(&intake),
             counters: Arc::clone(&counters),
             batch_fn,
@@ -542,11 +607,14 @@ where
 struct CloseOnExit<'a, K, I, O, E> {
     intake: &'a Intake<Inbound<K, I, O, E>>,
     counters: &'a ShardCounters,
+    flushes: &'a FlushDoor<FlushReply>,
 }
 
 impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     fn drop(&mut self) {
         self.counters.mark_stopped();
+        // Nothing is left to wait for: every flush, now or later, resolves.
+        drop(self.flushes.shut());
         let intake = self.intake;
         intake.close();
         loop {
@@ -557,7 +625,7 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
                         intake.popped_bundle(submissions.len());
                         submissions
                     }
-                    Inbound::Spawn(_) => Vec::new(),
+                    Inbound::Spawn(_) | Inbound::Withdraw(_) => Vec::new(),
                 };
                 for submission in submissions {
                     self.counters.count_refused_at_intake();
@@ -577,16 +645,69 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     }
 }
 
+/// Where a withdrawal notice goes: a shard's intake, whatever its types.
+trait NoticeDoor: Send + Sync {
+    fn withdraw(&self, hash: u64);
+}
+
+impl<K, I, O, E> NoticeDoor for Intake<Inbound<K, I, O, E>>
+where
+    K: Send,
+    I: Send,
+    O: Send,
+    E: Send,
+{
+    fn withdraw(&self, hash: u64) {
+        // Best effort (see `Shard::withdraw`).
+        let _ = self.push(Inbound::Withdraw(hash));
+    }
+}
+
+/// Tells a shard that the caller of an input of the key of `hash` stopped
+/// waiting.
+struct Notice {
+    door: Arc<dyn NoticeDoor>,
+    hash: u64,
+}
+
 /// The future of an input handed to a shard: its outcome, or `Aborted` if
-/// the shard stopped without answering. `Send` and `Unpin`.
-#[derive(Debug)]
-pub struct Answer<I, O, E>(oneshot::Receiver<Outcome<I, O, E>>);
+/// the shard stopped without answering. `Send` and `Unpin`. With
+/// `withdraw_on_drop`, dropping it unanswered tells the shard, which
+/// withdraws the input if it has not been taken into a batch yet.
+pub struct Answer<I, O, E> {
+    outcome: oneshot::Receiver<Outcome<I, O, E>>,
+    notice: Option<Notice>,
+}
+
+impl<I, O, E> Drop for Answer<I, O, E> {
+    fn drop(&mut self) {
+        if let Some(notice) = self.notice.take() {
+            // Closing first makes the input look abandoned to the shard
+            // before the notice can reach it.
+            self.outcome.close();
+            notice.door.withdraw(notice.hash);
+        }
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for Answer<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("withdraws_on_drop", &self.notice.is_some())
+            .finish_non_exhaustive()
+    }
+}
 
 impl<I, O, E> Future for Answer<I, O, E> {
     type Output = Outcome<I, O, E>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match Pin::new(&mut self.0).poll(cx) {
+        let polled = Pin::new(&mut self.outcome).poll(cx);
+        if polled.is_ready() {
+            // Answered: there is nothing to withdraw any more.
+            self.notice = None;
+        }
+        match polled {
             Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
             // The shard dropped the reply without answering: it stopped (its
             // thread died) with the input admitted.

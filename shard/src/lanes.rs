@@ -36,6 +36,21 @@
 //! lane is made ready if it waits, or is found due when its batch completes)
 //! or when its input can no longer be waiting. So no lane misses its deadline.
 //! Entries live at most one delay past the last [`Lanes::take`].
+//!
+//! Two ways out besides a batch, both proportional to what leaves:
+//! - *Expiry* (`max_queue_time`): every admitted input also gets an entry in
+//!   a second FIFO, due at `arrival + max_queue_time` (monotone for the same
+//!   reason). [`Lanes::expire_with`] pops the due entries and hands out each
+//!   entry's input that still waits; one already taken is simply skipped.
+//!   In an arrival-ordered lane the expiring input is the lane's front.
+//! - *Withdrawal* ([`Lanes::withdraw_with`]): the inputs a predicate marks
+//!   (their callers are gone) are removed from the front part of their key's
+//!   lane, where the oldest, first to be given up on, wait.
+//!
+//! A lane left empty that way is removed at once if it was waiting; if it
+//! was in the ready line it stays there, empty, until `take` reaches it and
+//! removes it (finding it in the line would cost a scan), and `has_ready`
+//! does not count it.
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -260,7 +275,14 @@ pub struct Lanes<K, T> {
     /// Places of the ready lanes, first come first served (G7). Holds
     /// exactly the lanes in state `Ready`.
     ready: VecDeque<u32>,
+    /// Lanes in the ready line left without inputs (expired or withdrawn),
+    /// removed when `take` reaches them.
+    ready_emptied: usize,
     deadlines: VecDeque<Deadline>,
+    /// One entry per admitted input while `max_queue_time` is set, due when
+    /// it expires (module docs).
+    expiries: VecDeque<Deadline>,
+    queue_time_ns: Option<u64>,
     /// Admission number of the next admitted input.
     seq_next: u64,
     lanes_live: usize,
@@ -288,12 +310,16 @@ where
         }
         Self {
             delay_ns: config.max_batch_delay_ns(),
+            queue_time_ns: config.max_queue_time_ns(),
             config,
             places: Vec::new(),
             places_free: Vec::new(),
             index: HashTable::new(),
             ready: VecDeque::new(),
+            ready_emptied: 0,
             deadlines: VecDeque::new(),
+            expiries: VecDeque::new(),
+
             seq_next: 0,
             lanes_live: 0,
             lanes_busy: 0,
@@ -345,7 +371,8 @@ where
     ///
     /// Refuses, handing `item` back: `Closed` after [`close`](Self::close);
     /// `TooHeavy` if `weight > max_batch_weight`; `Full` if admitting would
-    /// pass `max_queueing` or `max_queued_weight`.
+    /// pass `max_queueing` or `max_queued_weight`; `KeyFull` if the key
+    /// already has `max_queueing_per_key` inputs waiting.
     pub fn admit_hashed(
         &mut self,
         hash: u64,
@@ -397,11 +424,19 @@ where
         // Lanes that fell due go ahead of one this input may make full (G7).
         self.promote_due(now_ns);
         let place = self.lane_for(hash, key);
+        let delay_ns = self.delay_ns;
+        let lane = &mut self.places[place as usize];
+        // A lane just made has no input, and the bound is at least 1: a
+        // refused key always has a lane with inputs, none is left empty.
+        if lane.inputs.len() >= self.config.max_queueing_per_key {
+            return Err(Refused::KeyFull);
+        }
         let item = item.take().expect("an item to admit");
         let seq = self.seq_next;
         self.seq_next += 1;
-        let delay_ns = self.delay_ns;
-        let lane = &mut self.places[place as usize];
+        if lane.inputs.is_empty() && lane.state == LaneState::Ready {
+            self.ready_emptied -= 1;
+        }
 
         // G2: after every input of rank <= this one, so ties keep admission
         // order. The common case (arrival order) appends at the back.
@@ -434,6 +469,13 @@ where
         if delay_ns > 0 {
             self.deadlines.push_back(Deadline {
                 due_ns: now_ns.saturating_add(delay_ns),
+                lane: lane.id(place),
+                seq,
+            });
+        }
+        if let Some(queue_time_ns) = self.queue_time_ns {
+            self.expiries.push_back(Deadline {
+                due_ns: now_ns.saturating_add(queue_time_ns),
                 lane: lane.id(place),
                 seq,
             });
@@ -544,9 +586,8 @@ where
     ) -> Option<(LaneId, K, R)> {
         let now_ns = self.observe(now);
         self.promote_due(now_ns);
-        let place = self.ready.pop_front()?;
+        let place = self.next_ready()?;
         let lane = &mut self.places[place as usize];
-        assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
 
         let mut count = 0;
         let mut weight = 0_u64;
@@ -581,6 +622,138 @@ where
             lane.key.clone().expect("a ready lane has a key"),
             consumed,
         ))
+    }
+
+    /// The front of the ready line, after removing the lanes at its front
+    /// that were left empty (module docs).
+    fn next_ready(&mut self) -> Option<u32> {
+        loop {
+            let place = self.ready.pop_front()?;
+            let lane = &self.places[place as usize];
+            assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
+            if !lane.inputs.is_empty() {
+                return Some(place);
+            }
+            self.ready_emptied -= 1;
+            self.remove(place);
+        }
+    }
+
+    /// Hands to `out` every input still waiting `max_queue_time` after its
+    /// arrival, by `now`, oldest first, and returns how many. Never one
+    /// already taken into a batch. The cost is the entries that fell due,
+    /// plus, in a lane kept in rank order (not arrival order), a search of
+    /// that lane per input expired.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let t = Duration::from_millis;
+    /// let mut lanes = Lanes::new(LanesConfig {
+    ///     max_queue_time: Some(t(10)),
+    ///     ..LanesConfig::default()
+    /// });
+    /// lanes.admit("a", 1, 0, 1, t(0)).unwrap();
+    /// let busy = lanes.take(t(0)).unwrap(); // 1 is in a batch: never expired
+    /// lanes.admit("a", 2, 0, 1, t(5)).unwrap(); // waits behind the busy lane
+    /// let mut expired = Vec::new();
+    /// assert_eq!(lanes.expire_with(t(14), |item| expired.push(item)), 0);
+    /// assert_eq!(lanes.expire_with(t(15), |item| expired.push(item)), 1);
+    /// assert_eq!((expired, lanes.waiting()), (vec![2], 0));
+    /// lanes.complete(busy.lane, t(15));
+    /// assert_eq!(lanes.lanes(), 0);
+    /// ```
+    pub fn expire_with(&mut self, now: Duration, mut out: impl FnMut(T)) -> usize {
+        let now_ns = self.observe(now);
+        let mut expired = 0;
+        while let Some(entry) = self.expiries.front().copied() {
+            if entry.due_ns > now_ns {
+                break;
+            }
+            self.expiries.pop_front();
+            let place = entry.lane.place;
+            let lane = &self.places[place as usize];
+            if lane.epoch != entry.lane.epoch {
+                continue;
+            }
+            let at = if lane.arrival_sorted {
+                (lane.inputs.front().map(|w| w.seq) == Some(entry.seq)).then_some(0)
+            } else {
+                lane.inputs.iter().position(|w| w.seq == entry.seq)
+            };
+            if let Some(at) = at {
+                out(self.remove_waiting(place, at));
+                expired += 1;
+            }
+        }
+        expired
+    }
+
+    /// Withdraws, handing each to `out`, the inputs among the first
+    /// `scan` waiting in the lanes of `hash` that `gone` marks, and returns
+    /// how many. For callers that stopped waiting: the oldest inputs, at a
+    /// lane's front, are the first to be given up on, so a short scan finds
+    /// them; one further back is found by the same test when its lane's
+    /// batch is taken.
+    pub fn withdraw_with(
+        &mut self,
+        hash: u64,
+        scan: usize,
+        mut gone: impl FnMut(&T) -> bool,
+        mut out: impl FnMut(T),
+    ) -> usize {
+        // The index may also yield places of other hashes: checked below.
+        let places: Vec<u32> = self.index.iter_hash(hash).copied().collect();
+        let mut withdrawn = 0;
+        for place in places {
+            if self.places[place as usize].hash != hash {
+                continue;
+            }
+            let mut at = 0;
+            let mut looked = 0;
+            while looked < scan {
+                let lane = &self.places[place as usize];
+                let Some(waiting) = lane.inputs.get(at) else {
+                    break;
+                };
+                looked += 1;
+                if gone(&waiting.item) {
+                    let emptied = lane.inputs.len() == 1;
+                    out(self.remove_waiting(place, at));
+                    withdrawn += 1;
+                    if emptied {
+                        break;
+                    }
+                } else {
+                    at += 1;
+                }
+            }
+        }
+        withdrawn
+    }
+
+    /// Takes the waiting input at index `at` of the lane at `place` out of
+    /// the structure (not into a batch), keeping every count, the lane's
+    /// oldest input and the ready line right.
+    fn remove_waiting(&mut self, place: u32, at: usize) -> T {
+        let lane = &mut self.places[place as usize];
+        let waiting = lane.inputs.remove(at).expect("a waiting input at `at`");
+        lane.waiting_weight -= waiting.weight;
+        self.waiting -= 1;
+        self.waiting_weight -= waiting.weight;
+        if !lane.inputs.is_empty() {
+            lane.recompute_oldest();
+            return waiting.item;
+        }
+        lane.arrival_sorted = true;
+        match lane.state {
+            LaneState::Waiting => self.remove(place),
+            LaneState::Ready => self.ready_emptied += 1,
+            LaneState::Busy => {}
+        }
+        waiting.item
     }
 
     /// Makes ready every waiting lane whose oldest input is due by `now_ns`,
@@ -664,6 +837,7 @@ where
         if self.lanes_live == 0 {
             // Quiet: nothing can be due, so stale deadlines go at once.
             self.deadlines.clear();
+            self.expiries.clear();
         }
     }
 
@@ -704,7 +878,9 @@ where
             }
         }
         self.ready.clear();
+        self.ready_emptied = 0;
         self.deadlines.clear();
+        self.expiries.clear();
         self.waiting = 0;
         self.waiting_weight = 0;
         debug_assert_eq!(self.lanes_live, self.lanes_busy, "only busy lanes are left");
@@ -751,6 +927,31 @@ where
     /// after its batch, and its oldest input's deadline must then still fire.
     /// Entries whose input has surely left its lane are dropped on the way.
     pub fn next_deadline(&mut self) -> Option<Duration> {
+        let batch = self.next_batch_deadline();
+        let expiry = self.next_expiry();
+        match (batch, expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When the oldest input still waiting expires, if one may; entries of
+    /// inputs that surely left are dropped on the way.
+    pub fn next_expiry(&mut self) -> Option<Duration> {
+        while let Some(entry) = self.expiries.front() {
+            let lane = &self.places[entry.lane.place as usize];
+            let left = lane.epoch != entry.lane.epoch
+                || lane.inputs.is_empty()
+                || (lane.arrival_sorted && lane.inputs.front().is_some_and(|w| w.seq > entry.seq));
+            if !left {
+                return Some(Duration::from_nanos(entry.due_ns));
+            }
+            self.expiries.pop_front();
+        }
+        None
+    }
+
+    fn next_batch_deadline(&mut self) -> Option<Duration> {
         // Dropping an entry only because its lane is busy or ready would
         // break the invariant in the module docs: a lane completed before its
         // oldest input is due would wait for a deadline that never fires.
@@ -771,7 +972,7 @@ where
     /// Whether a lane is ready to be taken now (deadlines are only promoted
     /// by [`take`](Self::take), so a due lane may not count yet).
     pub fn has_ready(&self) -> bool {
-        !self.ready.is_empty()
+        self.ready.len() > self.ready_emptied
     }
 
     /// The state of `key`'s lane, or `None` if it has no lane.
@@ -807,9 +1008,9 @@ where
         self.lanes_busy
     }
 
-    /// Lanes in the ready line.
+    /// Lanes in the ready line (not counting those left empty).
     pub fn ready(&self) -> usize {
-        self.ready.len()
+        self.ready.len() - self.ready_emptied
     }
 
     /// Lane places allocated, live or free: the high-water mark of lanes alive

@@ -31,6 +31,8 @@ mod cpus;
 mod error;
 mod executor;
 mod fifo;
+mod flush;
+mod flush_door;
 mod handle;
 mod idle;
 mod intake;
@@ -52,6 +54,7 @@ pub use batch_fn::BatchFn;
 pub use config::{ConfigError, LanesConfig};
 pub use cpus::usable_cpus;
 pub use error::FerryError;
+pub use flush_door::Flushed;
 pub use handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
 };
@@ -73,9 +76,10 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
     pub use crate::core::{
-        BatchOutcome, Dispatch, DispatchOf, Reply, ShardCore, Submission, Waiter,
+        BatchOutcome, Dispatch, DispatchOf, FlushReply, Reply, ShardCore, Submission, Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
+    pub use crate::flush::Generations;
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
     pub use crate::queue::Queue;

@@ -134,6 +134,11 @@ pub(crate) fn local_channel<T>() -> (LocalSender<T>, LocalReceiver<T>) {
 }
 
 impl<T> LocalSender<T> {
+    /// Whether the caller dropped its end (stopped waiting).
+    pub fn is_abandoned(&self) -> bool {
+        Rc::strong_count(&self.cell) == 1
+    }
+
     /// Delivers the outcome and wakes the caller.
     pub fn send(self, outcome: T) {
         *self.cell.outcome.borrow_mut() = Some(outcome);

@@ -82,11 +82,30 @@ pub trait Queue<T> {
     /// Admits nothing more; everything waiting becomes ready (G9).
     fn close(&mut self);
 
+    /// Hands to `out` every item still waiting `max_queue_time` after its
+    /// arrival, by `now`; returns how many. Never an item already taken.
+    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize;
+
+    /// Hands to `out` the items `gone` marks among the first `scan` waiting
+    /// for the key of `hash` (for unkeyed batching: in the queue); returns
+    /// how many.
+    fn withdraw_with(
+        &mut self,
+        hash: u64,
+        scan: usize,
+        gone: impl FnMut(&T) -> bool,
+        out: impl FnMut(T),
+    ) -> usize;
+
     /// Closes, and hands out everything waiting (never sent).
     fn drain_waiting(&mut self) -> Vec<T>;
 
-    /// No later than when something waiting becomes due, if anything can.
+    /// No later than when something waiting becomes due or expires, if
+    /// anything can.
     fn next_deadline(&mut self) -> Option<Duration>;
+
+    /// No later than when the oldest waiting item expires, if one can.
+    fn next_expiry(&mut self) -> Option<Duration>;
 
     /// Whether a batch is ready to be taken (deadlines aside).
     fn has_ready(&self) -> bool;
@@ -152,12 +171,30 @@ where
         Lanes::close(self);
     }
 
+    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize {
+        Lanes::expire_with(self, now, out)
+    }
+
+    fn withdraw_with(
+        &mut self,
+        hash: u64,
+        scan: usize,
+        gone: impl FnMut(&T) -> bool,
+        out: impl FnMut(T),
+    ) -> usize {
+        Lanes::withdraw_with(self, hash, scan, gone, out)
+    }
+
     fn drain_waiting(&mut self) -> Vec<T> {
         Lanes::drain_waiting(self)
     }
 
     fn next_deadline(&mut self) -> Option<Duration> {
         Lanes::next_deadline(self)
+    }
+
+    fn next_expiry(&mut self) -> Option<Duration> {
+        Lanes::next_expiry(self)
     }
 
     fn has_ready(&self) -> bool {
@@ -229,12 +266,30 @@ impl<T> Queue<T> for Fifo<T> {
         Fifo::close(self);
     }
 
+    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize {
+        Fifo::expire_with(self, now, out)
+    }
+
+    fn withdraw_with(
+        &mut self,
+        _hash: u64,
+        scan: usize,
+        gone: impl FnMut(&T) -> bool,
+        out: impl FnMut(T),
+    ) -> usize {
+        Fifo::withdraw_with(self, scan, gone, out)
+    }
+
     fn drain_waiting(&mut self) -> Vec<T> {
         Fifo::drain_waiting(self)
     }
 
     fn next_deadline(&mut self) -> Option<Duration> {
         Fifo::next_deadline(self)
+    }
+
+    fn next_expiry(&mut self) -> Option<Duration> {
+        Fifo::next_expiry(self)
     }
 
     fn has_ready(&self) -> bool {

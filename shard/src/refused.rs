@@ -19,6 +19,9 @@ pub enum Refused {
     /// The shard's waiting inputs (count or weight) or its intake queue are
     /// at their bound; try again later or shed load.
     Full,
+    /// Its key already has `max_queueing_per_key` inputs waiting; the
+    /// shard's other keys are still admitted.
+    KeyFull,
     /// The input alone weighs more than `max_batch_weight`, so no batch
     /// could ever carry it.
     TooHeavy,
@@ -31,6 +34,9 @@ impl fmt::Display for Refused {
         f.write_str(match self {
             Refused::Full => {
                 "the shard is full (max_queueing, max_queued_weight or its intake queue is at its bound)"
+            }
+            Refused::KeyFull => {
+                "the input's key is full (max_queueing_per_key of its inputs are waiting)"
             }
             Refused::TooHeavy => "the input weighs more than max_batch_weight",
             Refused::Closed => "the engine is closed",

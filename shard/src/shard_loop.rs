@@ -8,7 +8,10 @@
 //!    slots are free (the lanes just released go first, so a busy key's
 //!    next round trip is not held up);
 //! 3. **answer** the callers of the batches finished in step 2;
-//! 4. **admit** what arrived in the intake (a bounded number per round);
+//! 4. **admit** what arrived in the intake (a bounded number per round),
+//!    and register the flush requests that came (after admitting what
+//!    arrived before them); then **expire** the inputs that waited
+//!    `max_queue_time`;
 //! 5. **close the queue** once the engine is closing and the sealed intake
 //!    is drained;
 //! 6. **start** the batches that admission made ready;
@@ -55,8 +58,9 @@ use futures::FutureExt;
 
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
-use crate::core::{BatchOutcome, Reply, ShardCore, Waiter};
+use crate::core::{BatchOutcome, FlushReply, Reply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
+use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
 use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
@@ -125,6 +129,7 @@ where
 {
     pub(crate) core: SharedCore<Q, I, O, E>,
     pub(crate) intake: SharedIntake<Q::Key, I, O, E>,
+    pub(crate) flushes: Arc<FlushDoor<FlushReply>>,
     pub(crate) counters: Arc<ShardCounters>,
     pub(crate) batch_fn: B,
     pub(crate) clock: Rc<Clock>,
@@ -157,6 +162,8 @@ where
     /// push. (Without one, the stamp decides nothing and the latest
     /// reading will do.)
     stamp_on_pop: bool,
+    /// `max_queue_time` is set: inputs may expire.
+    expires: bool,
     _runtime: PhantomData<R>,
 }
 
@@ -173,13 +180,14 @@ where
     E: 'a,
 {
     pub(crate) fn new(parts: Parts<Q, I, O, E, B>) -> Self {
-        let stamp_on_pop = !parts
-            .core
-            .borrow()
-            .queue()
-            .config()
-            .max_batch_delay
-            .is_zero();
+        let (stamp_on_pop, expires) = {
+            let core = parts.core.borrow();
+            let config = core.queue().config();
+            (
+                !config.max_batch_delay.is_zero() || config.max_queue_time.is_some(),
+                config.max_queue_time.is_some(),
+            )
+        };
         Self {
             parts,
             batches: Batches {
@@ -196,6 +204,7 @@ where
             worked_at: Duration::ZERO,
             runtime_woke_at: None,
             stamp_on_pop,
+            expires,
             _runtime: PhantomData,
         }
     }
@@ -207,6 +216,7 @@ where
             self.step();
             self.answer();
             self.admit();
+            self.expire();
             self.close_queue_when_drained();
             self.start_ready();
             self.publish();
@@ -275,7 +285,29 @@ where
     /// whose push succeeded is admitted even if close came after it: the
     /// queue closes only once the sealed intake is empty.
     fn admit(&mut self) {
-        for popped in 1..=INTAKE_DRAIN_MAX {
+        if !self.parts.flushes.is_empty() {
+            self.register_flushes();
+        }
+        self.admit_up_to(INTAKE_DRAIN_MAX);
+    }
+
+    /// Takes the flush requests that came and registers them with the core,
+    /// after admitting everything in the intake when they were taken: it
+    /// holds every input pushed before them.
+    fn register_flushes(&mut self) {
+        let requests = self.parts.flushes.take();
+        let before = self.parts.intake.len();
+        self.admit_up_to(before);
+        let mut core = self.parts.core.borrow_mut();
+        for reply in requests {
+            core.flush(reply);
+        }
+        self.worked = true;
+    }
+
+    /// Admits up to `most` entries of the intake.
+    fn admit_up_to(&mut self, most: usize) {
+        for popped in 1..=most {
             match self.parts.intake.pop() {
                 Some(Inbound::Submit(submission)) => {
                     let arrived = self.arrival();
@@ -292,12 +324,22 @@ where
                     spawn_task::<R>(task);
                     self.spawned = true;
                 }
+                Some(Inbound::Withdraw(hash)) => self.parts.core.borrow_mut().withdraw(hash),
                 None => break,
             }
             self.worked = true;
             if popped % REACT_EVERY == 0 {
                 self.react();
             }
+        }
+    }
+
+    /// Step 4, the end: inputs that waited `max_queue_time` unsent are
+    /// answered `Expired`, handed back.
+    fn expire(&mut self) {
+        if self.expires {
+            let now = self.parts.clock.read();
+            self.parts.core.borrow_mut().expire(now);
         }
     }
 
@@ -319,11 +361,15 @@ where
         }
     }
 
-    /// Step 7: the stats, for readers on any thread.
+    /// Step 7: the stats, for readers on any thread; then the flushes that
+    /// completed are told, so that their callers read figures that show
+    /// what they waited for.
     fn publish(&self) {
-        self.parts
-            .counters
-            .publish(&self.parts.core.borrow().stats());
+        let mut core = self.parts.core.borrow_mut();
+        self.parts.counters.publish(&core.stats());
+        for reply in core.take_flushed() {
+            let _ = reply.send(());
+        }
     }
 
     /// Closed, drained, nothing in flight and nobody left to answer.

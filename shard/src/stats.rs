@@ -28,8 +28,9 @@ macro_rules! figures {
     ($( $(#[doc = $doc:literal])* $kind:ident $name:ident, )*) => {
         /// A snapshot of one shard's gauges and counters.
         ///
-        /// Once the engine is quiet, `admitted == sent == answered` and
-        /// `lanes == 0`.
+        /// Always `admitted + refused` = inputs submitted, and once the
+        /// engine is quiet, `admitted == answered + expired + withdrawn`,
+        /// `sent == answered` and `lanes == 0`.
         ///
         /// ```
         /// use ferry_shard::ShardStats;
@@ -101,8 +102,15 @@ figures! {
     Counter batches,
     /// Inputs sent in a batch. Counter.
     Counter sent,
-    /// Admitted inputs whose caller was answered. Counter.
+    /// Admitted inputs whose caller was answered with their batch's
+    /// outcome. Counter.
     Counter answered,
+    /// Admitted inputs answered `Expired` (waited `max_queue_time`, never
+    /// sent, handed back). Counter.
+    Counter expired,
+    /// Admitted inputs withdrawn because their caller stopped waiting before
+    /// they were taken (`withdraw_on_drop`; never sent). Counter.
+    Counter withdrawn,
     /// Times the shard, out of work, blocked its thread on a futex (the
     /// doze; see `doze_before_park`). Counter.
     Counter dozes,
@@ -153,7 +161,7 @@ mod tests {
             ($($name:ident)*) => { $( stats.$name = values.next().unwrap(); )* };
         }
         fill!(lanes waiting waiting_weight in_flight intake admitted admitted_local
-              refused batches sent answered dozes parks stopped);
+              refused batches sent answered expired withdrawn dozes parks stopped);
         assert_eq!(values.next(), None, "every figure filled");
         counters.publish(&stats);
         counters.count_refused_at_intake();

@@ -47,6 +47,7 @@ impl Bounds {
             max_batch_delay: at(self.delay_ticks),
             max_queueing: self.queueing_max,
             max_queued_weight: self.queued_weight_max,
+            ..LanesConfig::default()
         }
     }
 }

@@ -398,6 +398,9 @@ impl Sim {
                     ferry_shard::Refused::Full => self.summary.refused_full += 1,
                     ferry_shard::Refused::TooHeavy => self.summary.refused_too_heavy += 1,
                     ferry_shard::Refused::Closed => self.summary.refused_closed += 1,
+                    ferry_shard::Refused::KeyFull => {
+                        unreachable!("the reference has no per-key bound")
+                    }
                 }
             }
             None => {

@@ -152,6 +152,7 @@ impl Scenario {
             max_batch_delay: at(delay),
             max_queueing: queueing_max,
             max_queued_weight: queued_weight_max,
+            ..LanesConfig::default()
         };
         let burst_percent = rng.range(0, 70);
         let gap_max = rng.range(1, 12);
@@ -528,6 +529,7 @@ impl Sim {
                     Refused::Full => self.summary.refused_full += 1,
                     Refused::TooHeavy => self.summary.refused_too_heavy += 1,
                     Refused::Closed => self.summary.refused_closed += 1,
+                    Refused::KeyFull => unreachable!("the reference refuses no key"),
                 }
                 trace!(
                     self,

@@ -96,6 +96,7 @@ impl Scenario {
             max_batch_delay: at(delay_ticks),
             max_queueing,
             max_queued_weight,
+            ..LanesConfig::default()
         };
         let slots = rng.range(1, 4) as usize;
         let keys = rng.range(1, 6) as u32;
