@@ -12,6 +12,8 @@
 //! - [`systems`]: ferry, single-lock, batch-aint-one and unbatched behind
 //!   one trait, and for `--mode unkeyed` batcher, batch-aint-one on one key
 //!   and single-lock-fifo;
+//! - [`overload`]: the overload scenario (a store that slows down, callers
+//!   that give up): goodput, waste and recovery;
 //! - [`run`]: one system at one shard count, from start to figures;
 //! - [`report`]: the progress line, the table and the JSON;
 //! - [`duration`]: durations as the command line writes them;
@@ -31,6 +33,8 @@
 //!     duration: Duration::from_secs(1),
 //!     drain_timeout: Duration::from_secs(5),
 //!     seed: 1,
+//!     timeout: None,
+//!     slowdown: None,
 //! };
 //! let settings = systems::Settings {
 //!     max_batch_size: 64,
@@ -43,6 +47,7 @@
 //!     doze_before_park: Duration::ZERO,
 //!     runtime: ferry::Runtime::Auto,
 //!     pool_connections: 2,
+//!     max_queue_time: None,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);
@@ -54,6 +59,7 @@ pub mod cpu;
 pub mod dist;
 pub mod duration;
 pub mod load;
+pub mod overload;
 pub mod report;
 pub mod run;
 pub mod store;

@@ -26,8 +26,19 @@
 //! the window; latency, the inputs sent inside it (answered whenever). The
 //! counts of submitted, answered and refused inputs cover the whole run, so
 //! an input that never came back is *lost* whenever it was sent.
+//!
+//! # Callers that give up
+//!
+//! With a `timeout` (the overload scenario, see [`crate::overload`]), a
+//! caller waits that long for its outcome and then drops the future and
+//! goes on (a closed-loop client sends its next input). Such an input is
+//! *timed out*, not lost; it carries its deadline (`overload::input_until`)
+//! so the store can tell it was sent for nobody. Each generator keeps the
+//! deadlines of its waiting callers in a heap and wakes them when due.
 
 use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,6 +52,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 
 use crate::dist::{KeySampler, Rng};
+use crate::overload::{self, Slowdown};
 use crate::store::new_histogram;
 use crate::systems::{BatchCounts, IdleCounts, Outcome, System};
 
@@ -88,6 +100,12 @@ pub struct Load {
     pub drain_timeout: Duration,
     /// Seeds the key choice.
     pub seed: u64,
+    /// How long a caller waits for an outcome before it gives up (`None`:
+    /// for ever).
+    pub timeout: Option<Duration>,
+    /// A slowdown of the store during the measured window, for the
+    /// overload scenario (applied by [`crate::run`]).
+    pub slowdown: Option<Slowdown>,
 }
 
 /// What one run measured.
@@ -103,6 +121,14 @@ pub struct Measured {
     pub failed: u64,
     /// Inputs refused at once (whole run).
     pub refused: u64,
+    /// Inputs answered unsent after their system's queueing limit (whole
+    /// run).
+    pub expired: u64,
+    /// Inputs whose caller gave up waiting (whole run; with a timeout).
+    pub timed_out: u64,
+    /// Inputs answered with success per [`overload::BUCKET`] since the
+    /// run's start (warm-up included), by when they were answered.
+    pub done_buckets: Vec<u64>,
     /// Inputs answered with success inside the measured window.
     pub done_in_window: u64,
     /// The measured window's length.
@@ -122,7 +148,7 @@ pub struct Measured {
 impl Measured {
     /// Inputs submitted and never answered (nor refused).
     pub fn lost(&self) -> u64 {
-        self.submitted - self.done - self.failed - self.refused
+        self.submitted - self.done - self.failed - self.refused - self.expired - self.timed_out
     }
 
     /// Successful inputs per second over the measured window.
@@ -189,20 +215,28 @@ struct Published {
     done_sum: AtomicU64,
     failed: AtomicU64,
     refused: AtomicU64,
+    expired: AtomicU64,
+    timed_out: AtomicU64,
+    done_buckets: Box<[AtomicU64]>,
     done_in_window: AtomicU64,
     latency: Mutex<Histogram<u64>>,
     finished: AtomicBool,
     gave_up: AtomicBool,
 }
 
-impl Default for Published {
-    fn default() -> Self {
+impl Published {
+    /// Counts for a run of `length` in all (warm-up, window, drain).
+    fn new(length: Duration) -> Self {
+        let buckets = (length.as_nanos() / overload::BUCKET.as_nanos()) as usize + 1;
         Self {
             submitted: AtomicU64::new(0),
             done: AtomicU64::new(0),
             done_sum: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
+            done_buckets: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
             done_in_window: AtomicU64::new(0),
             latency: Mutex::new(new_histogram()),
             finished: AtomicBool::new(false),
@@ -219,8 +253,9 @@ pub fn drive<S: System>(
     mut on_progress: impl FnMut(&Progress),
 ) -> Measured {
     assert!(load.generators >= 1, "at least one generator");
+    let length = load.warmup + load.duration + load.drain_timeout;
     let published: Vec<CachePadded<Published>> = (0..load.generators)
-        .map(|_| CachePadded::new(Published::default()))
+        .map(|_| CachePadded::new(Published::new(length)))
         .collect();
     let start = Instant::now();
     let measure_from = start + load.warmup;
@@ -341,6 +376,8 @@ fn progress(
         p.done.load(Ordering::Relaxed)
             + p.failed.load(Ordering::Relaxed)
             + p.refused.load(Ordering::Relaxed)
+            + p.expired.load(Ordering::Relaxed)
+            + p.timed_out.load(Ordering::Relaxed)
     });
     let submitted = sum(|p| p.submitted.load(Ordering::Relaxed));
     let latency = merge(published);
@@ -376,6 +413,9 @@ fn summarize(
         }),
         failed: sum(|p| &p.failed),
         refused: sum(|p| &p.refused),
+        expired: sum(|p| &p.expired),
+        timed_out: sum(|p| &p.timed_out),
+        done_buckets: done_buckets(published),
         done_in_window: sum(|p| &p.done_in_window),
         window: load.duration,
         latency: merge(published),
@@ -383,6 +423,17 @@ fn summarize(
         idle,
         gave_up: published.iter().any(|p| p.gave_up.load(Ordering::Relaxed)),
     }
+}
+
+/// The generators' goodput buckets, added up.
+fn done_buckets(published: &[CachePadded<Published>]) -> Vec<u64> {
+    let mut buckets = vec![0; published.first().map_or(0, |p| p.done_buckets.len())];
+    for p in published {
+        for (total, bucket) in buckets.iter_mut().zip(p.done_buckets.iter()) {
+            *total += bucket.load(Ordering::Relaxed);
+        }
+    }
+    buckets
 }
 
 fn merge(published: &[CachePadded<Published>]) -> Histogram<u64> {
@@ -405,6 +456,36 @@ struct Local<'a> {
     /// The sum of the inputs answered with success so far, published with
     /// the latencies (a plain cell: no atomic per input for it).
     done_sum: Cell<u64>,
+    /// How long a caller waits before it gives up.
+    timeout: Option<Duration>,
+    /// Deadlines of callers waiting with a timeout, earliest first.
+    timers: RefCell<BinaryHeap<Reverse<Timer>>>,
+}
+
+/// A caller's deadline, and the waker of its task.
+struct Timer {
+    at: Instant,
+    waker: Waker,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
+
+impl Eq for Timer {}
+
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timer {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.at.cmp(&other.at)
+    }
 }
 
 impl Local<'_> {
@@ -415,6 +496,11 @@ impl Local<'_> {
             Outcome::Done => {
                 let answered = Instant::now();
                 published.done.fetch_add(1, Ordering::Relaxed);
+                let bucket =
+                    (answered - self.timeline.start).as_nanos() / overload::BUCKET.as_nanos();
+                if let Some(bucket) = published.done_buckets.get(bucket as usize) {
+                    bucket.fetch_add(1, Ordering::Relaxed);
+                }
                 self.done_sum.set(self.done_sum.get().wrapping_add(input));
                 if self.timeline.in_window(answered) {
                     published.done_in_window.fetch_add(1, Ordering::Relaxed);
@@ -430,7 +516,29 @@ impl Local<'_> {
             Outcome::Refused => {
                 published.refused.fetch_add(1, Ordering::Relaxed);
             }
+            Outcome::Expired => {
+                published.expired.fetch_add(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// A caller gave up on its input.
+    fn count_timed_out(&self) {
+        self.published.timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Wakes the callers whose deadline has come; returns the next one.
+    fn wake_due(&self, now: Instant) -> Option<Instant> {
+        let mut timers = self.timers.borrow_mut();
+        while let Some(Reverse(timer)) = timers.peek() {
+            if timer.at > now {
+                return Some(timer.at);
+            }
+            if let Some(Reverse(timer)) = timers.pop() {
+                timer.waker.wake();
+            }
+        }
+        None
     }
 
     fn publish(&self) {
@@ -466,6 +574,8 @@ fn generate<S: System>(
         timeline,
         latency: RefCell::new(new_histogram()),
         done_sum: Cell::new(0),
+        timeout: load.timeout,
+        timers: RefCell::new(BinaryHeap::new()),
     };
     let mut rng = Rng::new(load.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut schedule = open_schedule(load, index);
@@ -486,6 +596,11 @@ fn generate<S: System>(
 
         let now = Instant::now();
         let mut wake_at = next_publish.min(timeline.give_up_at);
+        // Callers whose deadline came are woken (through `waker`, so the
+        // thread does not park) and give up on the next turn.
+        if let Some(next) = local.wake_due(now) {
+            wake_at = wake_at.min(next);
+        }
         if let Some(schedule) = &mut schedule {
             let sent = send_due(schedule, &mut tasks, system, load, &local, &mut rng, now);
             if let Some(next) = sent.next_due {
@@ -614,16 +729,20 @@ async fn closed_client<S: System>(
     local: &Local<'_>,
     mut rng: Rng,
 ) {
-    let mut input = 0_u64;
+    let mut counter = 0_u64;
     loop {
         let sent = Instant::now();
         if sent >= local.timeline.stop_at {
             return;
         }
         let key = sampler.sample(&mut rng);
-        input += 1;
+        counter += 1;
+        let input = input_of(counter, sent, local.timeout);
         local.published.submitted.fetch_add(1, Ordering::Relaxed);
-        let (outcome, waited) = Watched::new(system.submit(key, input)).await;
+        let submit = Watched::new(system.submit(key, input));
+        let Some((outcome, waited)) = until_deadline(submit, sent, local).await else {
+            continue;
+        };
         local.count(outcome, input, sent);
         if !waited {
             // Answered without ever waiting (a refusal, or a system with
@@ -641,9 +760,73 @@ async fn open_input<S: System>(
     input: u64,
     intended: Instant,
 ) {
+    let input = input_of(input, intended, local.timeout);
     local.published.submitted.fetch_add(1, Ordering::Relaxed);
-    let outcome = system.submit(key, input).await;
-    local.count(outcome, input, intended);
+    if let Some(outcome) = until_deadline(system.submit(key, input), intended, local).await {
+        local.count(outcome, input, intended);
+    }
+}
+
+/// The input numbered `counter`, sent at `sent`: with a timeout, carrying
+/// its caller's deadline.
+fn input_of(counter: u64, sent: Instant, timeout: Option<Duration>) -> u64 {
+    match timeout {
+        Some(timeout) => overload::input_until(sent + timeout, counter),
+        None => counter,
+    }
+}
+
+/// `submit`'s outcome, or `None` (counted as timed out) if it has not come
+/// by the caller's timeout after `sent`: the future is then dropped.
+async fn until_deadline<F: Future + Unpin>(
+    submit: F,
+    sent: Instant,
+    local: &Local<'_>,
+) -> Option<F::Output> {
+    let Some(timeout) = local.timeout else {
+        return Some(submit.await);
+    };
+    let outcome = GiveUp {
+        submit,
+        deadline: sent + timeout,
+        armed: false,
+        local,
+    }
+    .await;
+    if outcome.is_none() {
+        local.count_timed_out();
+    }
+    outcome
+}
+
+/// A submit's future raced against its caller's deadline.
+struct GiveUp<'a, 'b, F> {
+    submit: F,
+    deadline: Instant,
+    armed: bool,
+    local: &'a Local<'b>,
+}
+
+impl<F: Future + Unpin> Future for GiveUp<'_, '_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(outcome) = Pin::new(&mut self.submit).poll(cx) {
+            return Poll::Ready(Some(outcome));
+        }
+        if Instant::now() >= self.deadline {
+            return Poll::Ready(None);
+        }
+        if !self.armed {
+            self.armed = true;
+            let timer = Timer {
+                at: self.deadline,
+                waker: cx.waker().clone(),
+            };
+            self.local.timers.borrow_mut().push(Reverse(timer));
+        }
+        Poll::Pending
+    }
 }
 
 /// An open-loop generator's share of the schedule: inputs
@@ -731,5 +914,89 @@ impl Future for YieldNow {
             cx.waker().wake_by_ref();
             Poll::Pending
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::KeyDist;
+    use crate::systems::{BatchCounts, Outcome, System};
+
+    /// Answers inputs of even keys at once and never answers the others.
+    struct HalfDeaf;
+
+    impl System for HalfDeaf {
+        type Submit = Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+        fn submit(&self, key: u64, _input: u64) -> Self::Submit {
+            if key.is_multiple_of(2) {
+                Box::pin(futures::future::ready(Outcome::Done))
+            } else {
+                Box::pin(futures::future::pending())
+            }
+        }
+
+        fn batch_counts(&self) -> Option<BatchCounts> {
+            None
+        }
+
+        fn close(&mut self) {}
+    }
+
+    fn load(timeout: Option<Duration>, mode: Mode) -> Load {
+        Load {
+            mode,
+            generators: 2,
+            sampler: Arc::new(KeySampler::new(KeyDist::Uniform, 10).unwrap()),
+            warmup: Duration::from_millis(20),
+            duration: Duration::from_millis(200),
+            drain_timeout: Duration::from_millis(300),
+            seed: 3,
+            timeout,
+            slowdown: None,
+        }
+    }
+
+    #[test]
+    fn callers_give_up_at_their_timeout_and_nothing_is_lost() {
+        for mode in [
+            Mode::Closed { clients: 8 },
+            Mode::Open {
+                rate: 2_000.0,
+                outstanding_max: 1_000,
+            },
+        ] {
+            let measured = drive(
+                &HalfDeaf,
+                &load(Some(Duration::from_millis(10)), mode),
+                |_| {},
+            );
+            assert!(
+                measured.timed_out > 0 && measured.done > 0,
+                "{mode:?}: {measured:?}"
+            );
+            assert_eq!(
+                measured.lost(),
+                0,
+                "{mode:?}: every input done or timed out"
+            );
+            assert!(
+                !measured.gave_up,
+                "{mode:?}: the drain found nothing outstanding"
+            );
+            let bucketed: u64 = measured.done_buckets.iter().sum();
+            assert_eq!(
+                bucketed, measured.done,
+                "{mode:?}: every answer is in a bucket"
+            );
+        }
+    }
+
+    #[test]
+    fn without_a_timeout_an_unanswered_input_is_lost() {
+        let measured = drive(&HalfDeaf, &load(None, Mode::Closed { clients: 8 }), |_| {});
+        assert_eq!(measured.timed_out, 0);
+        assert!(measured.lost() > 0 && measured.gave_up, "{measured:?}");
     }
 }

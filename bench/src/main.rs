@@ -17,6 +17,7 @@ use clap::Parser;
 use ferry_bench::dist::{KeyDist, KeySampler};
 use ferry_bench::duration::{format_duration, parse_duration};
 use ferry_bench::load::{Load, Mode};
+use ferry_bench::overload::Slowdown;
 use ferry_bench::report::{self, JsonReport, RunResult};
 use ferry_bench::store::{Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
@@ -190,6 +191,29 @@ struct Args {
     /// Seed for key choice
     #[arg(long, value_name = "SEED", default_value_t = 1)]
     seed: u64,
+
+    /// The overload scenario: callers give up on an input not answered
+    /// within D (they drop its future; a closed-loop client sends its next
+    /// one). Such inputs count as timed out, not lost. Adds ferry-withdraw
+    /// to the default systems, and an overload section to the report
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    timeout: Option<Duration>,
+
+    /// The overload scenario: the simulated store's round trips take FACTOR
+    /// times as long from AFTER into the measured window, for LENGTH (e.g.
+    /// 10x@2s+2s). Reports goodput before, during and after, and recovery
+    #[arg(long, value_name = "FACTORx@AFTER+LENGTH", value_parser = parse_slowdown)]
+    store_slowdown: Option<Slowdown>,
+
+    /// ferry-withdraw's max_queue_time: an input waiting this long unsent is
+    /// handed back expired [default: nine tenths of --timeout, so that it
+    /// goes before its caller does]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    max_queue_time: Option<Duration>,
+}
+
+fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
+    text.parse()
 }
 
 impl Args {
@@ -220,6 +244,14 @@ impl Args {
         if self.duration.is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
+        if self.store_slowdown.is_some() && (self.store.is_real() || self.store_rtt.is_zero()) {
+            return Err("--store-slowdown slows the simulated store's round trips: use it with --store sim and a --store-rtt above 0".to_string());
+        }
+        if self.timeout.is_some_and(|t| t.is_zero())
+            || self.max_queue_time.is_some_and(|t| t.is_zero())
+        {
+            return Err("--timeout and --max-queue-time must be more than 0".to_string());
+        }
         if self.store.is_real() && self.runtime == ferry::Runtime::Glommio {
             return Err(format!(
                 "--store {}: a real store's client runs on tokio; use --runtime tokio (or auto)",
@@ -233,6 +265,9 @@ impl Args {
     /// The systems `--compare` names for `--mode`, or its default ones.
     fn systems(&self) -> Result<Vec<Compared>, String> {
         let mut systems = match (self.mode, self.compare.is_empty()) {
+            (Keying::Keyed, true) if self.timeout.is_some() => {
+                SystemKind::KNOWN.map(Compared::Keyed).to_vec()
+            }
             (Keying::Keyed, true) => SystemKind::ALL.map(Compared::Keyed).to_vec(),
             (Keying::Unkeyed, true) => UnkeyedKind::ALL.map(Compared::Unkeyed).to_vec(),
             (Keying::Keyed, false) => self
@@ -283,14 +318,21 @@ impl Args {
             StoreAddress::Sim => format!("simulated store RTT {}", format_duration(self.store_rtt)),
             real => format!("store {real}"),
         };
-        format!(
+        let mut described = format!(
             "{keys}, {store}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
             self.max_batch_size,
             format_duration(self.max_batch_delay),
             format_duration(self.duration),
             format_duration(self.warmup),
             self.generators,
-        )
+        );
+        if let Some(timeout) = self.timeout {
+            described += &format!(", callers give up after {}", format_duration(timeout));
+        }
+        if let Some(slow) = self.store_slowdown {
+            described += &format!(", store slowdown {slow}");
+        }
+        described
     }
 }
 
@@ -313,7 +355,8 @@ impl Compared {
     fn has_shards(self) -> bool {
         matches!(
             self,
-            Compared::Keyed(SystemKind::Ferry) | Compared::Unkeyed(UnkeyedKind::Batcher)
+            Compared::Keyed(SystemKind::Ferry | SystemKind::FerryWithdraw)
+                | Compared::Unkeyed(UnkeyedKind::Batcher)
         )
     }
 }
@@ -394,6 +437,9 @@ fn settings(args: &Args) -> Settings {
         doze_before_park: args.doze_before_park,
         runtime: args.runtime,
         pool_connections: args.shard_counts().iter().copied().max().unwrap_or(1),
+        max_queue_time: args
+            .max_queue_time
+            .or(args.timeout.map(|timeout| timeout.mul_f64(0.9))),
     }
 }
 
@@ -416,6 +462,8 @@ fn load(args: &Args, sampler: KeySampler) -> Load {
         duration: args.duration,
         drain_timeout: args.drain_timeout,
         seed: args.seed,
+        timeout: args.timeout,
+        slowdown: args.store_slowdown,
     }
 }
 
@@ -511,6 +559,7 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
         Keying::Unkeyed => UnkeyedKind::Batcher.name(),
     };
     print!("{}", report::ratios(runs, reference));
+    print!("{}", report::overload(runs));
     print!("{}", report::store_timing(runs));
     print!("{}", report::idle_stages(runs));
     print!("{}", report::read_backs(runs));

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::load::{Measured, Phase, Progress};
+use crate::load::{Load, Measured, Phase, Progress};
+use crate::overload::{Goodput, Slowdown, Waste};
 use crate::store::Contents;
 
 /// One measured run of one system at one shard count.
@@ -77,6 +78,55 @@ pub struct RunResult {
     /// The runtime the shards ran on, `glommio` or `tokio` (ferry and
     /// batcher only).
     pub runtime: Option<String>,
+    /// Inputs answered unsent past the system's queueing limit (whole run).
+    pub expired: u64,
+    /// Inputs whose caller gave up waiting (whole run; `--timeout`).
+    pub timed_out: u64,
+    /// The overload scenario's figures (with `--store-slowdown`).
+    pub overload: Option<OverloadResult>,
+}
+
+/// What the overload scenario measured for one run (see
+/// [`crate::overload`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OverloadResult {
+    /// Goodput (inputs answered with success per second) before the
+    /// slowdown, in the measured window.
+    pub goodput_before: f64,
+    /// During the slowdown.
+    pub goodput_during: f64,
+    /// After it, to the window's end.
+    pub goodput_after: f64,
+    /// From the store's speeding up to goodput back at nine tenths of
+    /// `goodput_before`, ms (`None`: not within the window).
+    pub recovery_ms: Option<f64>,
+    /// Inputs sent to the store (whole run).
+    pub sent: u64,
+    /// Of those, sent after their caller had given up.
+    pub sent_late: u64,
+    /// Batches sent (whole run).
+    pub batches: u64,
+    /// Batches all of whose inputs were sent after their callers gave up.
+    pub batches_wasted: u64,
+}
+
+impl OverloadResult {
+    /// From the run's counts, its load and slowdown, and the waste the
+    /// batch functions counted.
+    pub fn new(measured: &Measured, load: &Load, slow: Slowdown, waste: Waste) -> Self {
+        let goodput = Goodput::of(&measured.done_buckets, load.warmup, load.duration, slow);
+        let round = |x: f64| x.round();
+        Self {
+            goodput_before: round(goodput.before),
+            goodput_during: round(goodput.during),
+            goodput_after: round(goodput.after),
+            recovery_ms: goodput.recovery.map(|d| d.as_secs_f64() * 1e3),
+            sent: waste.sent,
+            sent_late: waste.sent_late,
+            batches: waste.batches,
+            batches_wasted: waste.batches_wasted,
+        }
+    }
 }
 
 impl RunResult {
@@ -137,12 +187,24 @@ impl RunResult {
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
             runtime: None,
+            expired: measured.expired,
+            timed_out: measured.timed_out,
+            overload: None,
         }
     }
 
     /// Whether the store, read back, holds exactly the inputs answered
     /// with success: as many, with the same sum.
+    ///
+    /// An input whose caller gave up may have been applied or not, and
+    /// nobody was told which: with callers that timed out, the store must
+    /// hold at least the inputs answered with success and at most those
+    /// and the timed out ones (the sums cannot tell more).
     pub fn read_back_matches(&self) -> bool {
+        if self.timed_out > 0 {
+            return self.completed <= self.applied
+                && self.applied <= self.completed + self.timed_out;
+        }
         self.applied == self.completed && self.applied_sum == self.completed_sum
     }
 
@@ -300,6 +362,46 @@ pub fn store_timing(runs: &[RunResult]) -> String {
     out
 }
 
+/// The overload scenario, one line per run: goodput around the slowdown,
+/// recovery, and round trips spent on callers that had gone.
+pub fn overload(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let rows: Vec<(&RunResult, &OverloadResult)> = runs
+        .iter()
+        .filter_map(|run| run.overload.as_ref().map(|o| (run, o)))
+        .collect();
+    if rows.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "overload: goodput (inputs/s answered in time) before / during / after the slowdown; recovery; inputs and batches sent after their callers gave up"
+    );
+    for (run, o) in rows {
+        let recovery = o
+            .recovery_ms
+            .map_or("not within the window".to_string(), |ms| {
+                format!("{ms:.0} ms")
+            });
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>9} / {:>9} / {:>9}   recovery {:<22} sent late {} of {} inputs, wasted {} of {} batches; timed out {}, expired {}",
+            run.label(),
+            thousands(o.goodput_before as u64),
+            thousands(o.goodput_during as u64),
+            thousands(o.goodput_after as u64),
+            recovery,
+            thousands(o.sent_late),
+            thousands(o.sent),
+            thousands(o.batches_wasted),
+            thousands(o.batches),
+            thousands(run.timed_out),
+            thousands(run.expired),
+        );
+    }
+    out
+}
+
 /// What went wrong, one line each: lost inputs, conflicts under ferry, a
 /// store that does not hold exactly the inputs answered with success.
 /// Empty when the run is clean.
@@ -314,7 +416,7 @@ pub fn problems(runs: &[RunResult]) -> Vec<String> {
                 run.lost
             ));
         }
-        if run.system == "ferry" && run.conflicts > 0 {
+        if run.system.starts_with("ferry") && run.conflicts > 0 {
             problems.push(format!(
                 "{}: {} conflicting writes: two batches of one key were in flight at once",
                 run.label(),
@@ -446,6 +548,9 @@ mod tests {
             dozes_per_s: None,
             parks_per_s: None,
             runtime: None,
+            expired: 0,
+            timed_out: 0,
+            overload: None,
         }
     }
 

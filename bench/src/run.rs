@@ -6,9 +6,12 @@
 //! itself; the store is shared, and its counters and contents are read
 //! before and after (a real store is also reset to zeros before each run).
 
+use std::time::Instant;
+
 use crate::cpu::process_cpu_time;
 use crate::load::{drive, Load, Progress};
-use crate::report::RunResult;
+use crate::overload::{self, Slowdown};
+use crate::report::{OverloadResult, RunResult};
 use crate::store::{Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
@@ -35,9 +38,11 @@ pub fn run(
     let connections = settings.pool_connections;
     let name = kind.name();
     match kind {
-        SystemKind::Ferry => {
+        SystemKind::Ferry | SystemKind::FerryWithdraw => {
             let shards = shards.unwrap_or(1);
-            let system = FerrySystem::start(settings, shards, store).map_err(could_not_start)?;
+            let shedding = kind == SystemKind::FerryWithdraw;
+            let system =
+                FerrySystem::start(settings, shards, store, shedding).map_err(could_not_start)?;
             measure(name, Some(shards), system, store, load, on_progress)
         }
         SystemKind::SingleLock => {
@@ -106,7 +111,12 @@ fn measure<S: System>(
     let _ = store.take_lateness();
     let server_cpu_before = store.server_cpu_time();
     let cpu_before = process_cpu_time();
+    let slowed = slow_down(store, load)?;
+    overload::watch(load.timeout.is_some());
+    let _ = overload::take_waste();
     let measured = drive(&system, load, on_progress);
+    let waste = overload::take_waste();
+    overload::watch(false);
     let cpu = process_cpu_time().saturating_sub(cpu_before);
     let server_cpu = server_cpu_before
         .zip(store.server_cpu_time())
@@ -121,6 +131,9 @@ fn measure<S: System>(
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
+    if let Some(slow) = slowed {
+        result.overload = Some(OverloadResult::new(&measured, load, slow, waste));
+    }
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
     result.server_cpu_us_per_input = server_cpu.map(|time| per_input_us(time, measured.done));
     if measured.gave_up {
@@ -128,6 +141,20 @@ fn measure<S: System>(
         std::mem::forget(system);
     }
     Ok(result)
+}
+
+/// Sets the store's slowdown for this run, if the load has one: measured
+/// from the window's start, which `drive` puts one warm-up from now.
+fn slow_down(store: Store, load: &Load) -> Result<Option<Slowdown>, String> {
+    let Some(slow) = load.slowdown else {
+        return Ok(None);
+    };
+    let sim = store
+        .as_sim()
+        .ok_or("--store-slowdown slows the simulated store only")?;
+    let from = Instant::now() + load.warmup + slow.after;
+    sim.slow_down(from, from + slow.length, slow.factor);
+    Ok(Some(slow))
 }
 
 /// `time` per input of `inputs`, µs, to two decimals (0 without inputs).

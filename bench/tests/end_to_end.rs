@@ -28,6 +28,7 @@ fn settings() -> Settings {
         doze_before_park: Duration::from_millis(2),
         runtime: ferry::Runtime::Auto,
         pool_connections: 1,
+        max_queue_time: None,
     }
 }
 
@@ -40,6 +41,8 @@ fn load(mode: Mode) -> Load {
         duration: Duration::from_millis(400),
         drain_timeout: Duration::from_secs(10),
         seed: 7,
+        timeout: None,
+        slowdown: None,
     }
 }
 
@@ -119,4 +122,44 @@ fn unbatched_loses_nothing_and_sends_one_input_per_batch() {
     assert_clean(&result);
     assert_eq!(result.conflicts, 0, "serialised per key");
     assert_eq!(result.mean_batch, 1.0);
+}
+
+/// The overload scenario, short: the store ten times slower for a while,
+/// callers giving up after 20 ms. Whatever the timing, nothing is lost,
+/// every input ends done, timed out or expired, and the store holds at
+/// least the inputs answered with success and at most those and the ones
+/// whose callers gave up.
+#[test]
+fn the_overload_scenario_accounts_for_every_input() {
+    let store = Store::sim(KEYS, Duration::from_millis(1)).unwrap();
+    let mut load = load(Mode::Closed { clients: 200 });
+    load.timeout = Some(Duration::from_millis(20));
+    load.slowdown = Some("10x@100ms+200ms".parse().unwrap());
+    let settings = Settings {
+        max_batch_size: 4,
+        max_queue_time: Some(Duration::from_millis(10)),
+        ..settings()
+    };
+    for kind in [SystemKind::Ferry, SystemKind::FerryWithdraw] {
+        let result = run(kind, Some(1), 8, &settings, store, &load, |_| {}).unwrap();
+        assert_eq!(result.lost, 0, "{result:?}");
+        assert!(result.read_back_matches(), "{result:?}");
+        assert!(
+            problems(std::slice::from_ref(&result)).is_empty(),
+            "{result:?}"
+        );
+        let overload = result.overload.as_ref().expect("overload figures");
+        assert!(
+            overload.sent > 0 && overload.goodput_before > 0.0,
+            "{result:?}"
+        );
+        assert!(
+            result.timed_out + result.expired > 0,
+            "the slowdown made callers give up: {result:?}"
+        );
+        if kind == SystemKind::Ferry {
+            assert_eq!(result.expired, 0, "plain ferry expires nothing");
+        }
+    }
+    store.stop().unwrap();
 }

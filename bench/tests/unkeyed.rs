@@ -104,6 +104,7 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         doze_before_park: Duration::from_millis(2),
         runtime: ferry::Runtime::Auto,
         pool_connections: 1,
+        max_queue_time: None,
     };
     let load = Load {
         mode: Mode::Closed { clients: CLIENTS },
@@ -113,6 +114,8 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         duration: Duration::from_millis(300),
         drain_timeout: Duration::from_secs(10),
         seed: 7,
+        timeout: None,
+        slowdown: None,
     };
     let store = Store::sim(10, rtt).unwrap();
     let result = run_unkeyed(kind, Some(1), SLOTS, &settings, store, &load, |_| {}).unwrap();

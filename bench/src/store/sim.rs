@@ -70,6 +70,7 @@ use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
 use super::{new_histogram, Contents, StoreError, WRITE_ATTEMPTS_MAX};
+use crate::overload;
 
 /// The store thread sleeps at most this long at a time, so it notices a stop.
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
@@ -87,6 +88,11 @@ pub struct SimStore {
     /// The sum of the inputs appended to the stream.
     stream_value: AtomicU64,
     rtt: Duration,
+    /// A slowdown (`--store-slowdown`): from and until when (nanoseconds
+    /// since [`overload::epoch`]), and how many times slower.
+    slow_from_ns: AtomicU64,
+    slow_until_ns: AtomicU64,
+    slow_factor: AtomicU64,
     conflicts: AtomicU64,
     wire: Option<Arc<Wire>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -158,6 +164,9 @@ impl SimStore {
             stream_len: AtomicU64::new(0),
             stream_value: AtomicU64::new(0),
             rtt,
+            slow_from_ns: AtomicU64::new(0),
+            slow_until_ns: AtomicU64::new(0),
+            slow_factor: AtomicU64::new(1),
             conflicts: AtomicU64::new(0),
             wire,
             thread: Mutex::new(thread),
@@ -167,6 +176,32 @@ impl SimStore {
     /// The round trip time of one request.
     pub fn rtt(&self) -> Duration {
         self.rtt
+    }
+
+    /// Makes round trips `factor` times as long from `from` until `until`
+    /// (replacing any slowdown set before). Needs a round trip above zero.
+    pub fn slow_down(&self, from: Instant, until: Instant, factor: u32) {
+        let since = |at: Instant| at.saturating_duration_since(overload::epoch()).as_nanos() as u64;
+        self.slow_factor.store(1, Ordering::Relaxed);
+        self.slow_from_ns.store(since(from), Ordering::Relaxed);
+        self.slow_until_ns.store(since(until), Ordering::Relaxed);
+        self.slow_factor.store(u64::from(factor), Ordering::Relaxed);
+    }
+
+    /// The round trip of a request sent at `now`.
+    fn rtt_at(&self, now: Instant) -> Duration {
+        let factor = self.slow_factor.load(Ordering::Relaxed);
+        if factor <= 1 {
+            return self.rtt;
+        }
+        let at = now.saturating_duration_since(overload::epoch()).as_nanos() as u64;
+        let slow = self.slow_from_ns.load(Ordering::Relaxed) <= at
+            && at < self.slow_until_ns.load(Ordering::Relaxed);
+        if slow {
+            self.rtt * factor as u32
+        } else {
+            self.rtt
+        }
     }
 
     /// The number of keys.
@@ -329,7 +364,10 @@ impl SimStore {
         }
         let (reply, receiver) = oneshot::channel();
         let pending = Pending {
-            due: Instant::now() + self.rtt,
+            due: {
+                let now = Instant::now();
+                now + self.rtt_at(now)
+            },
             answer,
             reply,
         };

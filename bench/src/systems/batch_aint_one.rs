@@ -21,6 +21,7 @@
 //! Either way its worker and batches run on a tokio multi-threaded runtime,
 //! and its batches share a [`Pool`] of connections made on that runtime.
 
+use crate::overload;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,9 +76,16 @@ impl Processor for StoreProcessor {
         inputs: impl Iterator<Item = u64> + Send,
         _resources: (),
     ) -> impl Future<Output = Result<Vec<u64>, StoreError>> + Send {
+        let mut tally = overload::Tally::start();
         let (count, sum) = inputs.fold((0_u64, 0_u64), |(count, sum), input| {
+            if let Some(tally) = &mut tally {
+                tally.add(input);
+            }
             (count + 1, sum.wrapping_add(input))
         });
+        if let Some(tally) = tally {
+            tally.finish();
+        }
         self.counts.batches.fetch_add(1, Ordering::Relaxed);
         self.counts.inputs.fetch_add(count, Ordering::Relaxed);
         let connection = self.pool.get();

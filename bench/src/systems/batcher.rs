@@ -9,6 +9,7 @@
 //! one shard), so here a generator thread is a caller: with fewer
 //! generators than shards, some shards get no work.
 
+use crate::overload;
 use futures::future::Map;
 use futures::FutureExt;
 
@@ -47,6 +48,7 @@ impl BatcherSystem {
             Some(sim) => builder
                 .start(move |_shard| {
                     move |inputs: Vec<u64>| {
+                        overload::note_sent(&inputs);
                         let count = inputs.len() as u64;
                         let applied = sim.apply_unkeyed(count, inputs.iter().sum());
                         async move { applied.await.map(|length| outputs(length, count)) }
@@ -57,6 +59,7 @@ impl BatcherSystem {
                 .try_start(move |_shard| async move {
                     let connection = store.connect().await?;
                     Ok::<_, String>(move |inputs: Vec<u64>| {
+                        overload::note_sent(&inputs);
                         let count = inputs.len() as u64;
                         let applied = connection.apply_unkeyed(count, inputs.iter().sum());
                         async move { applied.await.map(|length| outputs(length, count)) }

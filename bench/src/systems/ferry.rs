@@ -12,6 +12,7 @@
 //! threads are never pinned, so on a small machine they share the shards'
 //! cores.
 
+use crate::overload;
 use futures::future::Map;
 use futures::FutureExt;
 
@@ -45,8 +46,14 @@ pub struct FerrySystem {
 
 impl FerrySystem {
     /// Starts an engine of `shards` shards on `store`, each with its own
-    /// connection.
-    pub fn start(settings: &Settings, shards: usize, store: Store) -> Result<Self, String> {
+    /// connection; `shedding` withdraws inputs whose callers gave up and
+    /// expires those past `settings.max_queue_time` (`ferry-withdraw`).
+    pub fn start(
+        settings: &Settings,
+        shards: usize,
+        store: Store,
+        shedding: bool,
+    ) -> Result<Self, String> {
         let runtime = shard_runtime(settings.runtime, store)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let builder = Engine::builder()
@@ -59,6 +66,11 @@ impl FerrySystem {
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
             .runtime(runtime);
+        let builder = match (shedding, settings.max_queue_time) {
+            (false, _) => builder,
+            (true, None) => builder.withdraw_on_drop(true),
+            (true, Some(wait)) => builder.withdraw_on_drop(true).max_queue_time(wait),
+        };
         // The sim's batch calls it directly, its future as it is, so the
         // sim's figures pay nothing for the real stores; a real store's
         // batch goes through the shard's own connection.
@@ -66,6 +78,7 @@ impl FerrySystem {
             Some(sim) => builder
                 .start(move |_shard| {
                     move |key: u64, inputs: Vec<u64>| {
+                        overload::note_sent(&inputs);
                         let count = inputs.len() as u64;
                         let applied = sim.apply(key, count, inputs.iter().sum());
                         async move { applied.await.map(|version| outputs(version, count)) }
@@ -76,6 +89,7 @@ impl FerrySystem {
                 .try_start(move |_shard| async move {
                     let connection = store.connect().await?;
                     Ok::<_, String>(move |key: u64, inputs: Vec<u64>| {
+                        overload::note_sent(&inputs);
                         let count = inputs.len() as u64;
                         let applied = connection.apply(key, count, inputs.iter().sum());
                         async move { applied.await.map(|version| outputs(version, count)) }
@@ -92,6 +106,7 @@ pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
     match result {
         Ok(_) => Outcome::Done,
         Err(FerryError::Refused { .. }) => Outcome::Refused,
+        Err(FerryError::Expired { .. }) => Outcome::Expired,
         Err(_) => Outcome::Failed,
     }
 }

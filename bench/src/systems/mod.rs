@@ -47,6 +47,9 @@ pub enum Outcome {
     Done,
     /// Answered with an error (the batch failed).
     Failed,
+    /// Answered unsent after waiting its system's longest queueing time
+    /// (ferry's `max_queue_time`).
+    Expired,
     /// Refused at once (a bound was reached, or the system is closed).
     Refused,
 }
@@ -163,6 +166,8 @@ pub struct Settings {
     /// as ferry (or batcher) has, one per shard, at its largest shard
     /// count. The sim has one, whatever this says.
     pub pool_connections: usize,
+    /// `ferry-withdraw`'s `max_queue_time` (`None`: unset).
+    pub max_queue_time: Option<Duration>,
 }
 
 /// What `--mode` compares: per-key batching or one unkeyed stream.
@@ -207,6 +212,9 @@ impl FromStr for Keying {
 pub enum SystemKind {
     /// This engine.
     Ferry,
+    /// This engine, shedding what nobody waits for: `withdraw_on_drop` and
+    /// `max_queue_time` (for the overload scenario).
+    FerryWithdraw,
     /// One `Lanes` behind one mutex, shared workers.
     SingleLock,
     /// The `batch-aint-one` crate.
@@ -224,10 +232,21 @@ impl SystemKind {
         SystemKind::Unbatched,
     ];
 
+    /// Every system `--compare` knows: [`ALL`](Self::ALL) and
+    /// `ferry-withdraw`.
+    pub const KNOWN: [SystemKind; 5] = [
+        SystemKind::Ferry,
+        SystemKind::FerryWithdraw,
+        SystemKind::SingleLock,
+        SystemKind::BatchAintOne,
+        SystemKind::Unbatched,
+    ];
+
     /// The name used by `--compare`, the table and the JSON.
     pub fn name(self) -> &'static str {
         match self {
             SystemKind::Ferry => "ferry",
+            SystemKind::FerryWithdraw => "ferry-withdraw",
             SystemKind::SingleLock => "single-lock",
             SystemKind::BatchAintOne => "batch-aint-one",
             SystemKind::Unbatched => "unbatched",
@@ -245,11 +264,11 @@ impl FromStr for SystemKind {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        SystemKind::ALL
+        SystemKind::KNOWN
             .into_iter()
             .find(|kind| kind.name() == text)
             .ok_or_else(|| {
-                format!("`{text}`: unknown system (ferry, single-lock, batch-aint-one, unbatched)")
+                format!("`{text}`: unknown system (ferry, ferry-withdraw, single-lock, batch-aint-one, unbatched)")
             })
     }
 }

@@ -16,6 +16,7 @@
 //! leaves a lane ready wakes one, a cheaper choice that can only help this
 //! baseline.
 
+use crate::overload;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -150,6 +151,7 @@ async fn work(shared: Arc<Shared>) {
 async fn run_batch(shared: &Shared, batch: Batch<u64, (u64, Reply)>) {
     let count = batch.items.len() as u64;
     let (inputs, replies): (Vec<u64>, Vec<Reply>) = batch.items.into_iter().unzip();
+    overload::note_sent(&inputs);
     let result = shared
         .pool
         .get()

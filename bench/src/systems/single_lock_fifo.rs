@@ -25,6 +25,7 @@
 //! every idle worker at once. After [`System::close`] the delay is ignored,
 //! and a worker that finds the queue empty exits.
 
+use crate::overload;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -184,6 +185,7 @@ impl Shared {
 
     async fn run(&self, batch: Batch) {
         let count = batch.inputs.len() as u64;
+        overload::note_sent(&batch.inputs);
         let result = self
             .pool
             .get()

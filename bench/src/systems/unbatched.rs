@@ -10,6 +10,7 @@
 //! reactor: a tokio runtime of `tokio_workers` threads runs it (and nothing
 //! else), as a service's runtime would under its request handlers.
 
+use crate::overload;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -73,6 +74,7 @@ impl System for Unbatched {
                 let sim = *sim;
                 Box::pin(async move {
                     let _serialised = shared.keys[key as usize].lock().await;
+                    overload::note_sent(&[input]);
                     outcome(sim.apply(key, 1, input).await)
                 })
             }
@@ -80,6 +82,7 @@ impl System for Unbatched {
                 let pool = Arc::clone(pool);
                 Box::pin(async move {
                     let _serialised = shared.keys[key as usize].lock().await;
+                    overload::note_sent(&[input]);
                     outcome(pool.get().apply(key, 1, input).await)
                 })
             }

@@ -182,6 +182,7 @@ fn settings() -> Settings {
         doze_before_park: ferry::DEFAULT_DOZE_BEFORE_PARK,
         runtime: ferry::Runtime::Auto,
         pool_connections: SHARDS,
+        max_queue_time: None,
     }
 }
 
@@ -194,6 +195,8 @@ fn load() -> Load {
         duration: Duration::from_secs(1),
         drain_timeout: Duration::from_secs(20),
         seed: 11,
+        timeout: None,
+        slowdown: None,
     }
 }
 
