@@ -77,6 +77,10 @@ pub struct RunResult {
     /// The runtime the shards ran on, `glommio` or `tokio` (ferry and
     /// batcher only).
     pub runtime: Option<String>,
+    /// The latency histogram the percentiles above come from, ns: every
+    /// percentile, for `--plot`'s curves. Not in the JSON.
+    #[serde(skip)]
+    pub latency: Histogram<u64>,
 }
 
 impl RunResult {
@@ -137,6 +141,7 @@ impl RunResult {
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
             runtime: None,
+            latency: latency.clone(),
         }
     }
 
@@ -446,6 +451,7 @@ mod tests {
             dozes_per_s: None,
             parks_per_s: None,
             runtime: None,
+            latency: crate::store::new_histogram(),
         }
     }
 
@@ -596,5 +602,7 @@ mod tests {
         ] {
             assert!(!entry[field].is_null(), "missing {field}");
         }
+        // The histogram is for `--plot` only.
+        assert!(entry.get("latency").is_none(), "{entry}");
     }
 }
