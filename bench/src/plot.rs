@@ -37,7 +37,7 @@ use plotters::series::{DashedLineSeries, LineSeries};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{Color, IntoFont, RGBColor, TextStyle, WHITE};
 
-use crate::report::{micros, thousands, RunResult};
+use crate::report::{thousands, RunResult};
 
 /// Width of the picture, px.
 const WIDTH_PX: u32 = 1300;
@@ -283,7 +283,7 @@ fn latency_chart<'a, 'b>(
         .x_desc("percentile (log scale of 1/(1 − p))")
         .y_desc("latency, µs (log scale)")
         .x_label_formatter(&|x| percentile_label(quantile_at(*x)))
-        .y_label_formatter(&|us| micros(*us))
+        .y_label_formatter(&|us| latency_label(*us))
         .label_style(("sans-serif", AXIS_LABEL_FONT_PX))
         .axis_desc_style(("sans-serif", AXIS_NAME_FONT_PX))
         .draw()?;
@@ -305,6 +305,19 @@ fn latency_ticks(range: Range<f64>, steps: &[f64]) -> Vec<f64> {
         decade *= 10.0;
     }
     ticks
+}
+
+/// A latency tick, µs: whole and grouped from 1 µs up (`2,000`), with
+/// the digits it has below (`0.5`, `0.02`).
+fn latency_label(us: f64) -> String {
+    if us >= 1.0 {
+        return thousands(us.round() as u64);
+    }
+    let digits = format!("{us:.3}");
+    digits
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// The latency axis' ends, µs: a little beyond the lowest and highest
@@ -581,6 +594,11 @@ mod tests {
     fn latency_is_labelled_at_one_two_and_five() {
         let ticks = latency_ticks(150.0..2_500.0, &[1.0, 2.0, 5.0]);
         assert_eq!(ticks, [200.0, 500.0, 1_000.0, 2_000.0]);
+        let labels: Vec<String> = [0.02, 0.5, 1.0, 50.0, 2_000.0]
+            .into_iter()
+            .map(latency_label)
+            .collect();
+        assert_eq!(labels, ["0.02", "0.5", "1", "50", "2,000"]);
     }
 
     #[test]
