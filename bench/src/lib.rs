@@ -16,6 +16,8 @@
 //!   that give up): goodput, waste and recovery;
 //! - [`run`]: one system at one shard count, from start to figures;
 //! - [`report`]: the progress line, the table and the JSON;
+//! - [`plot`]: the `--plot` picture, latency curves by percentile and a
+//!   sweep's throughput by shards;
 //! - [`duration`]: durations as the command line writes them;
 //! - [`timing`]: how precisely the store thread wakes.
 //!
@@ -60,6 +62,7 @@ pub mod dist;
 pub mod duration;
 pub mod load;
 pub mod overload;
+pub mod plot;
 pub mod report;
 pub mod run;
 pub mod store;

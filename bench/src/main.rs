@@ -169,6 +169,12 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
 
+    /// Also draw the results as one SVG picture at this path: latency by
+    /// percentile, a curve per system and shard count; with --sweep-shards
+    /// of two or more counts, throughput by shards below it
+    #[arg(long, value_name = "PATH.svg")]
+    plot: Option<PathBuf>,
+
     /// Load generator threads (separate from shards and runtimes)
     #[arg(long, value_name = "G", default_value_t = 2)]
     generators: usize,
@@ -416,11 +422,15 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
         }
     }
     report_runs(args, &runs);
-    write_json(args, store, &runs)?;
+    // Both files are tried, and the problems told, whichever file fails.
+    let json = write_json(args, store, &runs);
+    let plot = write_plot(args, &runs);
     let problems = report::problems(&runs);
     for problem in &problems {
         eprintln!("ferry-load: FAILED: {problem}");
     }
+    json?;
+    plot?;
     Ok(problems.is_empty())
 }
 
@@ -586,6 +596,16 @@ fn write_json(args: &Args, store: Store, runs: &[RunResult]) -> Result<(), Strin
     .map_err(|err| format!("could not encode the results: {err}"))?;
     std::fs::write(path, json + "\n")
         .map_err(|err| format!("could not write {}: {err}", path.display()))?;
+    eprintln!("ferry-load: wrote {}", path.display());
+    Ok(())
+}
+
+/// `--plot`: the results as an SVG picture, headed by what was run.
+fn write_plot(args: &Args, runs: &[RunResult]) -> Result<(), String> {
+    let Some(path) = &args.plot else {
+        return Ok(());
+    };
+    ferry_bench::plot::write_svg(path, &args.describe(), runs)?;
     eprintln!("ferry-load: wrote {}", path.display());
     Ok(())
 }

@@ -84,6 +84,10 @@ pub struct RunResult {
     pub timed_out: u64,
     /// The overload scenario's figures (with `--store-slowdown`).
     pub overload: Option<OverloadResult>,
+    /// The latency histogram the percentiles above come from, ns: every
+    /// percentile, for `--plot`'s curves. Not in the JSON.
+    #[serde(skip)]
+    pub latency: Histogram<u64>,
 }
 
 /// What the overload scenario measured for one run (see
@@ -190,6 +194,7 @@ impl RunResult {
             expired: measured.expired,
             timed_out: measured.timed_out,
             overload: None,
+            latency: latency.clone(),
         }
     }
 
@@ -551,6 +556,7 @@ mod tests {
             expired: 0,
             timed_out: 0,
             overload: None,
+            latency: crate::store::new_histogram(),
         }
     }
 
@@ -701,5 +707,7 @@ mod tests {
         ] {
             assert!(!entry[field].is_null(), "missing {field}");
         }
+        // The histogram is for `--plot` only.
+        assert!(entry.get("latency").is_none(), "{entry}");
     }
 }
