@@ -141,9 +141,6 @@ pub struct ShardCore<Q, I, O, E> {
     withdraw_on_drop: bool,
     /// What each flush request waits for.
     generations: Generations<FlushReply>,
-    /// Flush requests completed, to be told once the stats that show them
-    /// complete are published (see `take_flushed`).
-    flushed: Vec<FlushReply>,
 }
 
 /// Told once every input admitted before a flush request is resolved.
@@ -182,7 +179,6 @@ where
             spare_replies: Vec::new(),
             woke_local: false,
             generations: Generations::default(),
-            flushed: Vec::new(),
         }
     }
 
@@ -270,6 +266,7 @@ where
     /// With `withdraw_on_drop`, an input whose caller is gone when its
     /// batch is taken is withdrawn in the same step, never sent; a batch
     /// left with no input is released at once and the next one looked at.
+    #[inline]
     pub fn dispatch(&mut self, now: Duration) -> Option<DispatchOf<Q, I, O, E>> {
         if self.in_flight >= self.max_in_flight {
             return None;
@@ -288,34 +285,32 @@ where
     /// Takes the next ready batch, split into inputs and replies, less any
     /// withdrawn.
     #[allow(clippy::type_complexity)]
+    #[inline]
     fn take_batch(
         &mut self,
         now: Duration,
     ) -> Option<(Q::Ticket, Q::Key, (Vec<I>, Vec<Reply<I, O, E>>))> {
         let spare = &mut self.spare_replies;
         let withdraw = self.withdraw_on_drop;
-        let mut gone = Vec::new();
-        let taken = self.queue.take_with(now, |items| {
+        let (generations, stats) = (&mut self.generations, &mut self.stats);
+        self.queue.take_with(now, |items| {
             let mut inputs = Vec::with_capacity(items.len());
             let mut replies = spare.pop().unwrap_or_default();
             for (input, reply) in items {
                 if withdraw && reply.is_abandoned() {
-                    gone.push(reply.generation);
+                    stats.withdrawn += 1;
+                    generations.resolved(reply.generation);
                     continue;
                 }
                 inputs.push(input);
                 replies.push(reply);
             }
             (inputs, replies)
-        });
-        for generation in gone {
-            self.stats.withdrawn += 1;
-            self.resolved(generation);
-        }
-        taken
+        })
     }
 
     /// Counts a batch out and puts it in a slot.
+    #[inline]
     fn start(
         &mut self,
         ticket: Q::Ticket,
@@ -337,16 +332,16 @@ where
 
     /// An input of `generation` is resolved: the flushes it completes are
     /// kept, to be told.
+    #[inline]
     fn resolved(&mut self, generation: u64) {
-        let completed = self.generations.resolved(generation);
-        self.flushed.extend(completed);
+        self.generations.resolved(generation);
     }
 
     /// The flush requests completed since the last call. The driver tells
     /// them after publishing the stats, so that a caller whose flush
     /// resolved reads figures that include everything it waited for.
     pub fn take_flushed(&mut self) -> Vec<FlushReply> {
-        std::mem::take(&mut self.flushed)
+        self.generations.take_completed()
     }
 
     /// Answers `Expired` every input still waiting `max_queue_time` after
@@ -386,8 +381,7 @@ where
     /// A flush: `reply` is to be told once every input admitted so far is
     /// resolved (at once if none is outstanding): see `take_flushed`.
     pub fn flush(&mut self, reply: FlushReply) {
-        let completed = self.generations.request(reply);
-        self.flushed.extend(completed);
+        self.generations.request(reply);
     }
 
     /// A batch finished: answer each of its callers exactly once and release
