@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod batch_fn;
+mod batch_run;
 mod clock;
 mod config;
 mod core;

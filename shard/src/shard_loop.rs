@@ -57,6 +57,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 
 use crate::batch_fn::BatchFn;
+use crate::batch_run::{BatchRun, Cells};
 use crate::clock::Clock;
 use crate::core::{BatchOutcome, FlushReply, Reply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
@@ -95,18 +96,17 @@ enum Closing {
     QueueClosed,
 }
 
-/// A batch's ticket, callers and outcome, and when it started.
-type Finished<T, I, O, E> = (T, Vec<Reply<I, O, E>>, BatchOutcome<O, E>, Duration);
 /// A finished batch whose slot is released and whose callers wait for
 /// their answers.
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
-type Running<'a, T, I, O, E> = Pin<Box<dyn Future<Output = Finished<T, I, O, E>> + 'a>>;
 
 /// The batches out of the queue: running, or finished with their slots
 /// released and their callers not yet answered; and how long batches have
 /// been taking.
-struct Batches<'a, T, I, O, E> {
-    running: FuturesUnordered<Running<'a, T, I, O, E>>,
+struct Batches<T, I, O, E, F> {
+    running: FuturesUnordered<BatchRun<T, I, O, E, F>>,
+    /// Emptied homes of batch futures, for the next batches.
+    cells: Cells<F>,
     finished: Vec<Unanswered<I, O, E>>,
     /// The finished batches being answered (swapped with `finished`, so
     /// neither list allocates once grown).
@@ -138,13 +138,14 @@ where
 }
 
 /// One shard's loop and everything it keeps from round to round.
-pub(crate) struct ShardLoop<'a, R, Q, I, O, E, B>
+pub(crate) struct ShardLoop<R, Q, I, O, E, B>
 where
     R: Executor,
     Q: Queue<Waiter<I, O, E>>,
+    B: BatchFn<Q::Key, I, O, E>,
 {
     parts: Parts<Q, I, O, E, B>,
-    batches: Batches<'a, Q::Ticket, I, O, E>,
+    batches: Batches<Q::Ticket, I, O, E, B::Future>,
     closing: Closing,
     /// The timer armed for the earliest deadline, and that deadline.
     timer: Option<(Duration, R::Timer)>,
@@ -167,17 +168,12 @@ where
     _runtime: PhantomData<R>,
 }
 
-impl<'a, R, Q, I, O, E, B> ShardLoop<'a, R, Q, I, O, E, B>
+impl<R, Q, I, O, E, B> ShardLoop<R, Q, I, O, E, B>
 where
     R: Executor,
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
     B: BatchFn<Q::Key, I, O, E>,
-    B::Future: 'a,
-    Q::Ticket: 'a,
-    I: 'a,
-    O: 'a,
-    E: 'a,
 {
     pub(crate) fn new(parts: Parts<Q, I, O, E, B>) -> Self {
         let (stamp_on_pop, expires) = {
@@ -192,6 +188,7 @@ where
             parts,
             batches: Batches {
                 running: FuturesUnordered::new(),
+                cells: Cells::default(),
                 finished: Vec::new(),
                 answering: Vec::new(),
                 took: BatchTime::default(),
@@ -388,15 +385,18 @@ where
         self.parts.clock.read();
         let mut cx = Context::from_waker(&self.parts.wakers.bell);
         let mut any = false;
-        while let Poll::Ready(Some((ticket, replies, outcome, started))) =
-            self.batches.running.poll_next_unpin(&mut cx)
-        {
+        while let Poll::Ready(Some(finished)) = self.batches.running.poll_next_unpin(&mut cx) {
             // Not a `now` read before the poll: a batch future may have
             // admitted an input of its own shard meanwhile, stamped later.
             let now = self.parts.clock.latest();
-            self.batches.took.record(now.saturating_sub(started));
-            self.parts.core.borrow_mut().release(ticket, now);
-            self.batches.finished.push((replies, outcome));
+            self.batches
+                .took
+                .record(now.saturating_sub(finished.started));
+            self.batches.cells.keep(finished.cell);
+            self.parts.core.borrow_mut().release(finished.ticket, now);
+            self.batches
+                .finished
+                .push((finished.replies, finished.outcome));
             any = true;
         }
         self.worked |= any;
@@ -425,27 +425,35 @@ where
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 self.parts.batch_fn.call(dispatch.key, dispatch.inputs)
             }));
-            let mut batch: Running<'a, Q::Ticket, I, O, E> = Box::pin(async move {
-                let outcome = match call {
-                    Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                        Ok(result) => BatchOutcome::Returned(result),
-                        Err(_) => BatchOutcome::Panicked,
-                    },
-                    Err(_) => BatchOutcome::Panicked,
-                };
-                (ticket, replies, outcome, now)
-            });
+            let Ok(future) = call else {
+                self.finish_at_once(ticket, replies, BatchOutcome::Panicked);
+                continue;
+            };
+            let cell = self.batches.cells.take();
+            let mut batch = BatchRun::new(cell, future, ticket, replies, now);
             let mut cx = Context::from_waker(&self.parts.wakers.bell);
-            match batch.as_mut().poll(&mut cx) {
-                Poll::Ready((ticket, replies, outcome, _)) => {
-                    self.batches.took.record(Duration::ZERO);
-                    let now = self.parts.clock.latest();
-                    let mut core = self.parts.core.borrow_mut();
-                    core.complete(ticket, replies, outcome, now);
+            match Pin::new(&mut batch).poll(&mut cx) {
+                Poll::Ready(finished) => {
+                    self.batches.cells.keep(finished.cell);
+                    self.finish_at_once(finished.ticket, finished.replies, finished.outcome);
                 }
                 Poll::Pending => self.batches.running.push(batch),
             }
         }
+    }
+
+    /// A batch that finished as it started: completed at once, without the
+    /// bookkeeping of the running set.
+    fn finish_at_once(
+        &mut self,
+        ticket: Q::Ticket,
+        replies: Vec<Reply<I, O, E>>,
+        outcome: BatchOutcome<O, E>,
+    ) {
+        self.batches.took.record(Duration::ZERO);
+        let now = self.parts.clock.latest();
+        let mut core = self.parts.core.borrow_mut();
+        core.complete(ticket, replies, outcome, now);
     }
 
     /// Step 8: waits for the next event, in the idle stage that fits.

@@ -1,0 +1,190 @@
+//! One batch as the loop runs it: the batch function's future, with its
+//! panic caught, in a heap cell the loop reuses.
+//!
+//! A batch future must stay where it is once polled, so it lives in a
+//! pinned box. Against a fast store most batches finish on their first
+//! poll; their box is then emptied in place and kept for the next batch,
+//! so such a batch allocates nothing for its future. A batch still pending
+//! after that poll keeps its box while it runs and gives it back when it
+//! finishes.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::CatchUnwind;
+use futures::FutureExt;
+
+use crate::core::{BatchOutcome, Reply};
+
+/// A batch function's future with its panic caught.
+type Caught<F> = CatchUnwind<AssertUnwindSafe<F>>;
+
+/// The reusable home of a batch's future: empty between batches.
+pub(crate) type Cell<F> = Pin<Box<Option<Caught<F>>>>;
+
+/// Empty cells kept for reuse at most (one per batch that finished at once
+/// is enough; a few more cover batches finishing together).
+const CELLS_KEPT_MAX: usize = 16;
+
+/// A batch running: its future in its cell, its ticket and callers, and
+/// when it started.
+pub(crate) struct BatchRun<T, I, O, E, F> {
+    cell: Option<Cell<F>>,
+    ticket: T,
+    replies: Option<Vec<Reply<I, O, E>>>,
+    started: Duration,
+}
+
+/// A batch that finished: what the loop needs to release and answer it,
+/// and its emptied cell.
+pub(crate) struct Finished<T, I, O, E, F> {
+    pub(crate) ticket: T,
+    pub(crate) replies: Vec<Reply<I, O, E>>,
+    pub(crate) outcome: BatchOutcome<O, E>,
+    pub(crate) started: Duration,
+    pub(crate) cell: Cell<F>,
+}
+
+// Nothing is pinned structurally: the future is behind its own box.
+impl<T, I, O, E, F> Unpin for BatchRun<T, I, O, E, F> {}
+
+impl<T, I, O, E, F> BatchRun<T, I, O, E, F>
+where
+    F: Future<Output = Result<Vec<O>, E>>,
+{
+    /// `future` in `cell` (emptied before), for the batch of `ticket`.
+    pub(crate) fn new(
+        mut cell: Cell<F>,
+        future: F,
+        ticket: T,
+        replies: Vec<Reply<I, O, E>>,
+        started: Duration,
+    ) -> Self {
+        debug_assert!(cell.is_none(), "a cell is emptied before reuse");
+        cell.set(Some(AssertUnwindSafe(future).catch_unwind()));
+        Self {
+            cell: Some(cell),
+            ticket,
+            replies: Some(replies),
+            started,
+        }
+    }
+}
+
+impl<T: Copy, I, O, E, F> Future for BatchRun<T, I, O, E, F>
+where
+    F: Future<Output = Result<Vec<O>, E>>,
+{
+    type Output = Finished<T, I, O, E, F>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let cell = this
+            .cell
+            .as_mut()
+            .expect("a batch is polled until it finishes, not after");
+        let running = cell
+            .as_mut()
+            .as_pin_mut()
+            .expect("a running batch's cell is full");
+        let Poll::Ready(result) = running.poll(cx) else {
+            return Poll::Pending;
+        };
+        let outcome = match result {
+            Ok(returned) => BatchOutcome::Returned(returned),
+            Err(_) => BatchOutcome::Panicked,
+        };
+        // The future is dropped here, in place; the box stays for reuse.
+        cell.set(None);
+        Poll::Ready(Finished {
+            ticket: this.ticket,
+            replies: this.replies.take().expect("replies until finished"),
+            outcome,
+            started: this.started,
+            cell: this.cell.take().expect("a cell until finished"),
+        })
+    }
+}
+
+/// Empty cells for the next batches.
+pub(crate) struct Cells<F> {
+    spare: Vec<Cell<F>>,
+}
+
+impl<F> Default for Cells<F> {
+    fn default() -> Self {
+        Self { spare: Vec::new() }
+    }
+}
+
+impl<F> Cells<F> {
+    /// An empty cell: a kept one, or a new one.
+    pub(crate) fn take(&mut self) -> Cell<F> {
+        self.spare.pop().unwrap_or_else(|| Box::pin(None))
+    }
+
+    /// Keeps an emptied cell for a later batch (up to a few).
+    pub(crate) fn keep(&mut self, cell: Cell<F>) {
+        if self.spare.len() < CELLS_KEPT_MAX {
+            self.spare.push(cell);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Run = BatchRun<u8, u32, u32, (), std::future::Ready<Result<Vec<u32>, ()>>>;
+
+    #[test]
+    fn a_finished_batch_hands_back_its_cell_empty_and_the_same_box() {
+        let mut cells = Cells::default();
+        let cell = cells.take();
+        let address = &*cell as *const _ as usize;
+        let mut run: Run = BatchRun::new(
+            cell,
+            std::future::ready(Ok(vec![7])),
+            3,
+            Vec::new(),
+            Duration::ZERO,
+        );
+        let waker = futures::task::noop_waker();
+        let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
+        else {
+            panic!("a ready future finishes on its first poll");
+        };
+        assert_eq!(finished.ticket, 3);
+        assert!(
+            matches!(finished.outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[7])
+        );
+        assert!(finished.cell.is_none());
+        cells.keep(finished.cell);
+        assert_eq!(
+            &*cells.take() as *const _ as usize,
+            address,
+            "the box is reused"
+        );
+    }
+
+    #[test]
+    fn a_panicking_batch_finishes_panicked() {
+        let future = async {
+            if true {
+                panic!("the store exploded");
+            }
+            Ok(Vec::new())
+        };
+        let mut run: BatchRun<u8, u32, u32, (), _> =
+            BatchRun::new(Box::pin(None), future, 1, Vec::new(), Duration::ZERO);
+        let waker = futures::task::noop_waker();
+        let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
+        else {
+            panic!("finished");
+        };
+        assert!(matches!(finished.outcome, BatchOutcome::Panicked));
+    }
+}
