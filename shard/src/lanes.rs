@@ -47,10 +47,12 @@
 //!   (their callers are gone) are removed from the front part of their key's
 //!   lane, where the oldest, first to be given up on, wait.
 //!
-//! A lane left empty that way is removed at once if it was waiting; if it
-//! was in the ready line it stays there, empty, until `take` reaches it and
-//! removes it (finding it in the line would cost a scan), and `has_ready`
-//! does not count it.
+//! A lane left empty that way is removed at once (G5). If it was in the
+//! ready line, its entry stays there, stale: the line names lanes by
+//! [`LaneId`], so `take` knows the entry of a lane that is gone and skips
+//! it (finding it in the line to take it out would cost a scan), and
+//! `has_ready` does not count it. A new input of that key makes a new lane,
+//! which waits its turn like any other.
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -272,12 +274,12 @@ pub struct Lanes<K, T> {
     places_free: Vec<u32>,
     /// Place of each live lane, found by the key's hash.
     index: HashTable<u32>,
-    /// Places of the ready lanes, first come first served (G7). Holds
-    /// exactly the lanes in state `Ready`.
-    ready: VecDeque<u32>,
-    /// Lanes in the ready line left without inputs (expired or withdrawn),
-    /// removed when `take` reaches them.
-    ready_emptied: usize,
+    /// The ready lanes, first come first served (G7): every lane in state
+    /// `Ready`, plus the stale entries of lanes removed while in line.
+    ready: VecDeque<LaneId>,
+    /// Stale entries in the ready line (lanes emptied by expiry or
+    /// withdrawal and removed), skipped when `take` reaches them.
+    ready_stale: usize,
     deadlines: VecDeque<Deadline>,
     /// One entry per admitted input while `max_queue_time` is set, due when
     /// it expires (module docs).
@@ -316,7 +318,7 @@ where
             places_free: Vec::new(),
             index: HashTable::new(),
             ready: VecDeque::new(),
-            ready_emptied: 0,
+            ready_stale: 0,
             deadlines: VecDeque::new(),
             expiries: VecDeque::new(),
 
@@ -434,9 +436,6 @@ where
         let item = item.take().expect("an item to admit");
         let seq = self.seq_next;
         self.seq_next += 1;
-        if lane.inputs.is_empty() && lane.state == LaneState::Ready {
-            self.ready_emptied -= 1;
-        }
 
         // G2: after every input of rank <= this one, so ties keep admission
         // order. The common case (arrival order) appends at the back.
@@ -482,7 +481,7 @@ where
         }
         if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
             lane.state = LaneState::Ready;
-            self.ready.push_back(place);
+            self.ready.push_back(lane.id(place));
         }
         debug_assert!(self.waiting <= self.config.max_queueing);
         debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
@@ -624,18 +623,18 @@ where
         ))
     }
 
-    /// The front of the ready line, after removing the lanes at its front
-    /// that were left empty (module docs).
+    /// The front of the ready line, past the stale entries of lanes removed
+    /// while in line (module docs).
     fn next_ready(&mut self) -> Option<u32> {
         loop {
-            let place = self.ready.pop_front()?;
-            let lane = &self.places[place as usize];
-            assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
-            if !lane.inputs.is_empty() {
-                return Some(place);
+            let id = self.ready.pop_front()?;
+            let lane = &self.places[id.place as usize];
+            if lane.epoch == id.epoch && lane.key.is_some() {
+                assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
+                debug_assert!(!lane.inputs.is_empty(), "a ready lane has inputs");
+                return Some(id.place);
             }
-            self.ready_emptied -= 1;
-            self.remove(place);
+            self.ready_stale -= 1;
         }
     }
 
@@ -750,7 +749,11 @@ where
         lane.arrival_sorted = true;
         match lane.state {
             LaneState::Waiting => self.remove(place),
-            LaneState::Ready => self.ready_emptied += 1,
+            LaneState::Ready => {
+                // Its entry in the ready line goes stale (module docs).
+                self.ready_stale += 1;
+                self.remove(place);
+            }
             LaneState::Busy => {}
         }
         waiting.item
@@ -774,7 +777,7 @@ where
                     deadline.due_ns
                 );
                 lane.state = LaneState::Ready;
-                self.ready.push_back(deadline.lane.place);
+                self.ready.push_back(deadline.lane);
             }
         }
     }
@@ -807,7 +810,7 @@ where
         let due = entry.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
         if closed || delay_ns == 0 || due || entry.is_full(&self.config) {
             entry.state = LaneState::Ready;
-            self.ready.push_back(place);
+            self.ready.push_back(lane);
         } else {
             // Its oldest input's deadline entry is still queued (see the
             // module docs), so it will fire.
@@ -878,7 +881,7 @@ where
             }
         }
         self.ready.clear();
-        self.ready_emptied = 0;
+        self.ready_stale = 0;
         self.deadlines.clear();
         self.expiries.clear();
         self.waiting = 0;
@@ -902,7 +905,7 @@ where
             let lane = &mut self.places[deadline.lane.place as usize];
             if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
                 lane.state = LaneState::Ready;
-                self.ready.push_back(deadline.lane.place);
+                self.ready.push_back(deadline.lane);
             }
         }
         // Every waiting lane was found above. Should one ever be missed, it
@@ -912,7 +915,7 @@ where
         for (place, lane) in self.places.iter_mut().enumerate() {
             if lane.key.is_some() && lane.state == LaneState::Waiting && !lane.inputs.is_empty() {
                 lane.state = LaneState::Ready;
-                self.ready.push_back(place as u32);
+                self.ready.push_back(lane.id(place as u32));
                 missed += 1;
             }
         }
@@ -972,7 +975,7 @@ where
     /// Whether a lane is ready to be taken now (deadlines are only promoted
     /// by [`take`](Self::take), so a due lane may not count yet).
     pub fn has_ready(&self) -> bool {
-        self.ready.len() > self.ready_emptied
+        self.ready.len() > self.ready_stale
     }
 
     /// The state of `key`'s lane, or `None` if it has no lane.
@@ -1008,9 +1011,9 @@ where
         self.lanes_busy
     }
 
-    /// Lanes in the ready line (not counting those left empty).
+    /// Lanes in the ready line (not counting stale entries).
     pub fn ready(&self) -> usize {
-        self.ready.len() - self.ready_emptied
+        self.ready.len() - self.ready_stale
     }
 
     /// Lane places allocated, live or free: the high-water mark of lanes alive
