@@ -1688,3 +1688,63 @@ fn a_seed_replays_the_same_run() {
         assert_eq!(play(seed, mode), play(seed, mode), "seed {seed}");
     }
 }
+
+/// The lane case of `lanes_guarantees.rs` reached through the shard's own
+/// core, by withdrawal: with the only slot busy, key 2 is full and in line;
+/// its callers leave and a notice withdraws both inputs. Key 3 fills up
+/// behind it. A lone input then comes for key 2. When the slot frees, key
+/// 3, ready since before that input existed, must go first (G7), and key
+/// 2's input wait for its delay (SPEC §2).
+#[test]
+fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
+    let config = ferry_shard::LanesConfig {
+        max_batch_size: 2,
+        max_batch_delay: at(100),
+        withdraw_on_drop: true,
+        ..ferry_shard::LanesConfig::default()
+    };
+    let mut core = Core::new(config, 1);
+    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> Answer {
+        let (reply, answer) = oneshot::channel();
+        let input = Input {
+            id,
+            key,
+            payload: format!("input {id} of key {key}"),
+            copies: std::sync::Arc::new(()),
+        };
+        core.admit(
+            Submission {
+                hash: key_hash(&key),
+                key,
+                input,
+                rank: 0,
+                weight: 1,
+                reply,
+            },
+            at(now),
+        );
+        answer
+    };
+    let _one = [submit(&mut core, 1, 0, 0), submit(&mut core, 1, 1, 0)];
+    let busy = core.dispatch(at(0)).expect("key 1 is full");
+    let gone = [submit(&mut core, 2, 2, 1), submit(&mut core, 2, 3, 1)];
+    drop(gone);
+    core.withdraw(key_hash(&2));
+    assert_eq!(core.stats().withdrawn, 2, "both inputs of key 2 withdrawn");
+    let _three = [submit(&mut core, 3, 4, 2), submit(&mut core, 3, 5, 2)];
+    let _two = submit(&mut core, 2, 6, 3);
+
+    core.complete(
+        busy.ticket,
+        busy.replies,
+        BatchOutcome::Returned(Ok(vec![0, 0])),
+        at(4),
+    );
+    let next = core.dispatch(at(4)).expect("key 3 is ready");
+    let ids: Vec<u64> = next.inputs.iter().map(|i| i.id).collect();
+    assert_eq!(
+        (next.key, ids),
+        (3, vec![4, 5]),
+        "key 3 was full since 2; key 2's lone input came at 3 and is due at 103"
+    );
+}
