@@ -4,21 +4,25 @@
 //! The model keeps the waiting inputs in a `Vec` and answers every question
 //! from the definitions in SPEC §2 and §9 by a linear scan: the oldest input
 //! is the smallest arrival in the whole `Vec` (never "the front"), and
-//! readiness, due time and the batch are worked out from what they mean, not
-//! from how `Fifo` computes them. A proptest drives random sequences of
-//! admit (weights up to too heavy), advance time, take (whole or partly
-//! consumed) and close on both, and compares after every step every
-//! observable: admit's result, reason and the item handed back; what a take
-//! returns or that it returns nothing; waiting count and weight;
-//! `has_ready`; `next_deadline` (it takes `&self`, so it is simply asked
-//! after every step); `is_closed`. Each sequence ends closed and drained:
-//! everything admitted came out exactly once, in admission order.
+//! readiness, due time, expiry and the batch are worked out from what they
+//! mean, not from how `Fifo` computes them. A proptest drives random
+//! sequences of admit (weights up to too heavy), advance time, take (whole or
+//! partly consumed), expire, withdraw and close on both, and compares after
+//! every step every observable: admit's result, reason and the item handed
+//! back; what a take returns or that it returns nothing; which inputs expire
+//! or are withdrawn, in which order; waiting count and weight; `has_ready`;
+//! `next_deadline` and `next_expiry` (they take `&self`, so they are simply
+//! asked after every step); `is_closed`. Each sequence ends closed and
+//! drained: everything admitted came out exactly once, by a batch (in
+//! admission order), by expiry or by withdrawal.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use ferry_shard::parts::{Fifo, FifoBatch};
 use ferry_shard::{LanesConfig, Refused};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 
 /// Time in the test is counted in ticks of one microsecond.
 fn at(tick: u64) -> Duration {
@@ -29,7 +33,7 @@ fn at(tick: u64) -> Duration {
 // The model.
 // ---------------------------------------------------------------------------
 
-/// The bounds, as plain numbers (the delay in ticks).
+/// The bounds, as plain numbers (the delay and the queue time in ticks).
 #[derive(Clone, Copy, Debug)]
 struct Bounds {
     batch_size_max: usize,
@@ -37,6 +41,7 @@ struct Bounds {
     queueing_max: usize,
     queued_weight_max: u64,
     delay_ticks: u64,
+    queue_time_ticks: Option<u64>,
 }
 
 impl Bounds {
@@ -47,9 +52,16 @@ impl Bounds {
             max_batch_delay: at(self.delay_ticks),
             max_queueing: self.queueing_max,
             max_queued_weight: self.queued_weight_max,
+            max_queue_time: self.queue_time_ticks.map(at),
             ..LanesConfig::default()
         }
     }
+}
+
+/// Which inputs a withdrawal finds gone: those whose id has its bit set in
+/// `mask` (ids taken modulo 32).
+fn is_gone(mask: u32, id: u64) -> bool {
+    (mask >> (id % 32)) & 1 == 1
 }
 
 /// One admitted input that has not been taken yet.
@@ -114,12 +126,59 @@ impl Model {
         self.has_ready() || (!self.waiting.is_empty() && self.is_due())
     }
 
+    /// The earlier of when the queue becomes due (never once closed or
+    /// without a delay: then it does not wait on time) and when its oldest
+    /// input expires.
     fn next_deadline(&self) -> Option<u64> {
-        if self.closed || self.bounds.delay_ticks == 0 {
-            return None;
+        let due = if self.closed || self.bounds.delay_ticks == 0 {
+            None
+        } else {
+            self.oldest_arrival()
+                .map(|arrival| arrival + self.bounds.delay_ticks)
+        };
+        match (due, self.next_expiry()) {
+            (Some(due), Some(expiry)) => Some(due.min(expiry)),
+            (due, expiry) => due.or(expiry),
         }
-        self.oldest_arrival()
-            .map(|arrival| arrival + self.bounds.delay_ticks)
+    }
+
+    /// When the oldest waiting input expires, if inputs expire at all.
+    fn next_expiry(&self) -> Option<u64> {
+        let queue_time = self.bounds.queue_time_ticks?;
+        self.oldest_arrival().map(|arrival| arrival + queue_time)
+    }
+
+    /// Every waiting input whose queue time has passed by now, oldest first
+    /// (by arrival, ties by admission).
+    fn expire(&mut self) -> Vec<u64> {
+        let Some(queue_time) = self.bounds.queue_time_ticks else {
+            return Vec::new();
+        };
+        let mut expired: Vec<(u64, usize, u64)> = self
+            .waiting
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.arrival + queue_time <= self.now)
+            .map(|(admission, e)| (e.arrival, admission, e.id))
+            .collect();
+        expired.sort_unstable();
+        let ids: Vec<u64> = expired.into_iter().map(|(_, _, id)| id).collect();
+        self.waiting.retain(|e| !ids.contains(&e.id));
+        ids
+    }
+
+    /// Among the first `scan` waiting inputs in admission order, those the
+    /// mask finds gone leave, in that order.
+    fn withdraw(&mut self, scan: usize, gone_mask: u32) -> Vec<u64> {
+        let ids: Vec<u64> = self
+            .waiting
+            .iter()
+            .take(scan)
+            .filter(|e| is_gone(gone_mask, e.id))
+            .map(|e| e.id)
+            .collect();
+        self.waiting.retain(|e| !ids.contains(&e.id));
+        ids
     }
 
     fn admit(&mut self, id: u64, weight: u64) -> Result<(), (u64, Refused)> {
@@ -176,6 +235,14 @@ enum Op {
     Take,
     /// `take_with`, taking at most this many items and dropping the rest.
     TakePart(usize),
+    /// `expire_with` at the current time.
+    Expire,
+    /// `withdraw_with` over the first `scan` waiting inputs, the inputs
+    /// `is_gone(gone_mask, id)` marks being the gone ones.
+    Withdraw {
+        scan: usize,
+        gone_mask: u32,
+    },
     Close,
 }
 
@@ -192,15 +259,24 @@ fn bounds() -> impl Strategy<Value = Bounds> {
         1..=12_usize,
         prop_oneof![Just(u64::MAX), 1..=20_u64],
         prop_oneof![1 => Just(0_u64), 3 => 1..=4_u64],
+        prop_oneof![Just(None), (1..=8_u64).prop_map(Some)],
     )
         .prop_map(
-            |(batch_size_max, batch_weight_max, queueing_max, queued_weight_max, delay_ticks)| {
+            |(
+                batch_size_max,
+                batch_weight_max,
+                queueing_max,
+                queued_weight_max,
+                delay_ticks,
+                queue_time_ticks,
+            )| {
                 Bounds {
                     batch_size_max,
                     batch_weight_max,
                     queueing_max,
                     queued_weight_max,
                     delay_ticks,
+                    queue_time_ticks,
                 }
             },
         )
@@ -213,6 +289,9 @@ fn op() -> impl Strategy<Value = Op> {
         100 => (0..=3_u64).prop_map(Op::Advance),
         80 => Just(Op::Take),
         40 => (0..=3_usize).prop_map(Op::TakePart),
+        40 => Just(Op::Expire),
+        40 => (0..=5_usize, prop_oneof![Just(u32::MAX), any::<u32>()])
+            .prop_map(|(scan, gone_mask)| Op::Withdraw { scan, gone_mask }),
         // Rare, so that most sequences run open (every one is closed and
         // drained at its end anyway).
         3 => Just(Op::Close),
@@ -254,6 +333,12 @@ fn check_gauges(fifo: &Fifo<u64>, model: &Model, step: usize) -> Result<(), Test
         "step {}: next_deadline",
         step
     );
+    prop_assert_eq!(
+        fifo.next_expiry(),
+        model.next_expiry().map(at),
+        "step {}: next_expiry",
+        step
+    );
     prop_assert_eq!(fifo.is_closed(), model.closed, "step {}: is_closed", step);
     Ok(())
 }
@@ -261,10 +346,12 @@ fn check_gauges(fifo: &Fifo<u64>, model: &Model, step: usize) -> Result<(), Test
 /// What the real queue let out, for the end-of-run check.
 #[derive(Default)]
 struct Sent {
-    /// Ids seen leaving, in the order they left.
+    /// Ids seen leaving in batches, in the order they left.
     ids: Vec<u64>,
     /// Items of partly consumed batches that were dropped unseen.
     dropped: usize,
+    /// Ids that left by expiry or withdrawal.
+    removed: Vec<u64>,
 }
 
 /// A partly consumed `take_with`: the batch's length and weight as lent,
@@ -323,7 +410,7 @@ fn take(
     }))
 }
 
-fn run(case: &Case) -> Result<(), TestCaseError> {
+fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
     let mut fifo: Fifo<u64> = Fifo::new(case.bounds.to_config());
     let mut model = Model::new(case.bounds);
     let mut sent = Sent::default();
@@ -347,11 +434,43 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
                 take(&mut fifo, &mut model, &mut sent, step)?;
             }
             Op::TakePart(keep) => take_part(&mut fifo, &mut model, keep, &mut sent, step)?,
+            Op::Expire => {
+                let mut got = Vec::new();
+                let count = fifo.expire_with(at(model.now), |id| got.push(id));
+                let want = model.expire();
+                prop_assert_eq!(&got, &want, "step {}: expire_with", step);
+                prop_assert_eq!(count, got.len(), "step {}: expire_with's count", step);
+                reached.expired += got.len() as u64;
+                reached.expired_closed += u64::from(model.closed && !got.is_empty());
+                sent.removed.extend(got);
+            }
+            Op::Withdraw { scan, gone_mask } => {
+                let mut got = Vec::new();
+                let count =
+                    fifo.withdraw_with(scan, |&id| is_gone(gone_mask, id), |id| got.push(id));
+                let scanned = model.waiting.len().min(scan);
+                let want = model.withdraw(scan, gone_mask);
+                prop_assert_eq!(&got, &want, "step {}: withdraw_with scan {}", step, scan);
+                prop_assert_eq!(count, got.len(), "step {}: withdraw_with's count", step);
+                reached.withdrawn += got.len() as u64;
+                reached.withdrawn_past_a_kept_one +=
+                    u64::from(!got.is_empty() && got.len() < scanned);
+                sent.removed.extend(got);
+            }
             Op::Close => {
                 fifo.close();
                 model.closed = true;
             }
         }
+        let expiry_first = match (model.next_expiry(), model.oldest_arrival()) {
+            (Some(expiry), Some(oldest)) => {
+                !model.closed
+                    && model.bounds.delay_ticks > 0
+                    && expiry < oldest + model.bounds.delay_ticks
+            }
+            _ => false,
+        };
+        reached.expiry_before_due += u64::from(expiry_first);
         check_gauges(&fifo, &model, step)?;
     }
 
@@ -366,28 +485,62 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(fifo.waiting(), 0, "drained");
 
     // Exactly once, in admission order: ids are admitted in increasing order,
-    // so what was seen leaving increases strictly, and with what was dropped
-    // it accounts for every admitted input.
+    // so what was seen leaving in batches increases strictly, and with what
+    // was dropped, expired and withdrawn it accounts for every admitted
+    // input, none twice.
     prop_assert!(sent.ids.windows(2).all(|w| w[0] < w[1]), "{:?}", sent.ids);
-    prop_assert_eq!(
-        sent.ids.len() + sent.dropped,
-        admitted,
-        "every input left once"
+    let mut seen: Vec<u64> = sent.ids.iter().chain(&sent.removed).copied().collect();
+    seen.sort_unstable();
+    prop_assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "an id left twice: {:?}",
+        seen
     );
+    prop_assert_eq!(seen.len() + sent.dropped, admitted, "every input left once");
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+/// How often a run met each case expiry and withdrawal are about, summed
+/// over cases: the test fails if one is never met.
+#[derive(Debug, Default)]
+struct Reached {
+    expired: u64,
+    /// Expiries after close (closing does not stop inputs expiring).
+    expired_closed: u64,
+    withdrawn: u64,
+    /// Withdrawals that kept an input they looked at and went on past it.
+    withdrawn_past_a_kept_one: u64,
+    /// Steps after which the next expiry came before the queue was due.
+    expiry_before_due: u64,
+}
+
+#[test]
+fn fifo_matches_the_model_step_by_step() {
+    let config = ProptestConfig {
         cases: 10_000,
         // A failure prints its shrunk case; nothing is written to the tree.
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn fifo_matches_the_model_step_by_step(case in case()) {
-        run(&case)?;
+    };
+    let reached = RefCell::new(Reached::default());
+    let mut runner = TestRunner::new(config);
+    if let Err(failure) = runner.run(&case(), |case| run(&case, &mut reached.borrow_mut())) {
+        panic!("{failure}");
+    }
+    let reached = reached.into_inner();
+    eprintln!("fifo model: {reached:?}");
+    let counts = [
+        ("expired inputs", reached.expired),
+        ("expiry after close", reached.expired_closed),
+        ("withdrawn inputs", reached.withdrawn),
+        (
+            "withdrawal past a kept input",
+            reached.withdrawn_past_a_kept_one,
+        ),
+        ("an expiry before the due time", reached.expiry_before_due),
+    ];
+    for (what, count) in counts {
+        assert!(count > 0, "no case reached {what}: {reached:?}");
     }
 }
 

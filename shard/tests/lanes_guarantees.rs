@@ -445,3 +445,44 @@ fn time_going_backwards_is_caught_in_debug_builds() {
     admit(&mut lanes, "a", 1, us(5));
     let _ = lanes.take(us(4));
 }
+
+/// SPEC §2 and G7: a lane is ready when full, due or closing, and ready
+/// lanes are served first come, first served. A lane whose inputs all
+/// expired while it stood in the ready line is gone (G5); an input that
+/// comes for its key afterwards starts a new lane, which waits for its
+/// delay like any other, and must not take the old lane's place in line,
+/// ahead of a lane that was ready before that input even arrived.
+#[test]
+fn g7_a_lane_emptied_in_the_ready_line_and_given_a_new_input_does_not_keep_its_place() {
+    let mut lanes = Lanes::new(LanesConfig {
+        max_batch_size: 2,
+        max_batch_delay: us(100),
+        max_queue_time: Some(us(10)),
+        ..config()
+    });
+    // "a" is full, in line (every slot of the shard is busy, say); both of
+    // its inputs then expire.
+    admit(&mut lanes, "a", 1, us(0));
+    admit(&mut lanes, "a", 2, us(0));
+    let mut expired = Vec::new();
+    lanes.expire_with(us(10), |item| expired.push(item));
+    assert_eq!(expired, [1, 2]);
+    // "b" is full at 11: ready from then on.
+    admit(&mut lanes, "b", 3, us(11));
+    admit(&mut lanes, "b", 4, us(11));
+    // A lone input for "a" at 12: partial, due at 112.
+    admit(&mut lanes, "a", 5, us(12));
+    let first = lanes.take(us(12)).expect("b is ready");
+    assert_eq!(
+        (first.key, first.items),
+        ("b", vec![3, 4]),
+        "b was ready since 11; a's only input came at 12 (G7)"
+    );
+    assert_eq!(
+        lanes.lane_state(&"a"),
+        Some(LaneState::Waiting),
+        "one input, not due before 112: waiting (SPEC §2)"
+    );
+    assert!(lanes.take(us(111)).is_none(), "a is not due yet");
+    assert_eq!(lanes.take(us(112)).expect("a is due").items, [5]);
+}

@@ -3,16 +3,20 @@
 //! The model below knows nothing of places, hash tables, epochs or deadline
 //! queues: it keeps every waiting input of the shard in one `Vec`, the busy
 //! keys in another and the ready line in a third, and answers every question
-//! by a linear scan. It is written from the spec (SPEC §1, §2) so that the two
-//! can disagree. A proptest drives random sequences of admit, advance time,
-//! take, complete, close and next-deadline on both, and compares every
-//! observable after every step.
+//! by a linear scan. It is written from the spec (SPEC §1, §2, §3, §4.2) and
+//! the documented behaviour of `Lanes`, so that the two can disagree. A
+//! proptest drives random sequences of admit (with a per-key bound), advance
+//! time, take, complete, close, next-deadline, expire and withdraw on both,
+//! and compares every observable after every step; at the end every
+//! admitted input has left exactly once, by a batch, expiry or withdrawal.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneId, LaneState, Lanes};
-use ferry_shard::{LanesConfig, Refused};
+use ferry_shard::{key_hash, LanesConfig, Refused};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 
 /// Time in the test is counted in ticks of one microsecond.
 fn at(tick: u64) -> Duration {
@@ -23,14 +27,16 @@ fn at(tick: u64) -> Duration {
 // The model.
 // ---------------------------------------------------------------------------
 
-/// The bounds, as plain numbers (the delay in ticks).
+/// The bounds, as plain numbers (the delay and the queue time in ticks).
 #[derive(Clone, Copy, Debug)]
 struct Bounds {
     batch_size_max: usize,
     batch_weight_max: u64,
     queueing_max: usize,
     queued_weight_max: u64,
+    queueing_per_key_max: usize,
     delay_ticks: u64,
+    queue_time_ticks: Option<u64>,
 }
 
 impl Bounds {
@@ -41,9 +47,19 @@ impl Bounds {
             max_batch_delay: at(self.delay_ticks),
             max_queueing: self.queueing_max,
             max_queued_weight: self.queued_weight_max,
-            ..LanesConfig::default()
+            max_queueing_per_key: self.queueing_per_key_max,
+            max_queue_time: self.queue_time_ticks.map(at),
+            // Withdrawal is driven through `withdraw_with` here; the flag is
+            // the core's business.
+            withdraw_on_drop: false,
         }
     }
+}
+
+/// Which inputs a withdrawal finds gone: those whose id has its bit set in
+/// `mask` (ids taken modulo 32).
+fn is_gone(mask: u32, id: u64) -> bool {
+    (mask >> (id % 32)) & 1 == 1
 }
 
 /// One admitted input that has not been sent yet.
@@ -66,7 +82,7 @@ struct Taken {
     weight: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Model {
     bounds: Bounds,
     now: u64,
@@ -75,9 +91,18 @@ struct Model {
     waiting: Vec<Entry>,
     /// Keys whose batch is in flight.
     busy: Vec<u32>,
-    /// Keys in the ready line, front first.
+    /// Keys in the ready line, front first. A key whose inputs all left by
+    /// expiry or withdrawal while it was in the line stays there, empty,
+    /// until a take reaches it (the module docs of `lanes.rs`): until then
+    /// its lane still exists, and an input admitted for the key joins it
+    /// there, ready.
     ready_line: Vec<u32>,
     closed: bool,
+    /// The `now` of the latest expiry, if any: every input due by then has
+    /// been handed out.
+    expired_until: Option<u64>,
+    /// Arrival of every input ever admitted.
+    arrivals: Vec<u64>,
 }
 
 impl Model {
@@ -90,6 +115,8 @@ impl Model {
             busy: Vec::new(),
             ready_line: Vec::new(),
             closed: false,
+            expired_until: None,
+            arrivals: Vec::new(),
         }
     }
 
@@ -104,6 +131,10 @@ impl Model {
             .collect();
         inputs.sort_by_key(|e| (e.rank, e.seq));
         inputs
+    }
+
+    fn holds_inputs(&self, key: u32) -> bool {
+        self.waiting.iter().any(|e| e.key == key)
     }
 
     fn weight_of(&self, key: u32) -> u64 {
@@ -141,20 +172,22 @@ impl Model {
             Some(LaneState::Busy)
         } else if self.ready_line.contains(&key) {
             Some(LaneState::Ready)
-        } else if self.waiting.iter().any(|e| e.key == key) {
+        } else if self.holds_inputs(key) {
             Some(LaneState::Waiting)
         } else {
             None
         }
     }
 
-    /// Keys that have a lane, each once.
+    /// Keys that have a lane, each once: those with waiting inputs, a batch
+    /// in flight, or a place in the ready line.
     fn keys_alive(&self) -> Vec<u32> {
         let mut keys: Vec<u32> = self
             .waiting
             .iter()
             .map(|e| e.key)
             .chain(self.busy.iter().copied())
+            .chain(self.ready_line.iter().copied())
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -175,6 +208,14 @@ impl Model {
         keys
     }
 
+    /// Keys in the ready line that a take would serve: not the emptied ones.
+    fn ready_with_inputs(&self) -> usize {
+        self.ready_line
+            .iter()
+            .filter(|&&k| self.holds_inputs(k))
+            .count()
+    }
+
     fn admit(&mut self, key: u32, id: u64, rank: i64, weight: u64) -> Result<(), (u64, Refused)> {
         let count: usize = self.waiting.len();
         let weight_waiting: u64 = self.waiting.iter().map(|e| e.weight).sum();
@@ -190,6 +231,12 @@ impl Model {
             return Err((id, Refused::Full));
         }
         self.promote_due();
+        // Only waiting inputs count towards the key's bound, not those in
+        // flight (SPEC §3).
+        let key_waiting = self.waiting.iter().filter(|e| e.key == key).count();
+        if key_waiting >= self.bounds.queueing_per_key_max {
+            return Err((id, Refused::KeyFull));
+        }
         self.waiting.push(Entry {
             key,
             rank,
@@ -199,6 +246,7 @@ impl Model {
             id,
         });
         self.seq_next += 1;
+        self.arrivals.push(self.now);
         // An idle lane is ready at once without a delay, or as soon as it is
         // full; a busy lane waits for its batch to complete first.
         if self.state_of(key) == Some(LaneState::Waiting)
@@ -223,10 +271,16 @@ impl Model {
 
     fn take(&mut self) -> Option<Taken> {
         self.promote_due();
-        if self.ready_line.is_empty() {
-            return None;
-        }
-        let key = self.ready_line.remove(0);
+        // Lanes emptied while in line leave it as the take reaches them.
+        let key = loop {
+            if self.ready_line.is_empty() {
+                return None;
+            }
+            let key = self.ready_line.remove(0);
+            if self.holds_inputs(key) {
+                break key;
+            }
+        };
         let mut ids = Vec::new();
         let mut weight = 0;
         for input in self.inputs_of(key) {
@@ -250,7 +304,7 @@ impl Model {
             .position(|&k| k == key)
             .expect("completing a busy key");
         self.busy.remove(at);
-        if !self.waiting.iter().any(|e| e.key == key) {
+        if !self.holds_inputs(key) {
             return; // The lane is gone.
         }
         if self.closed || self.bounds.delay_ticks == 0 || self.is_due(key) || self.is_full(key) {
@@ -266,6 +320,47 @@ impl Model {
         for key in self.keys_waiting_oldest_first() {
             self.ready_line.push(key);
         }
+    }
+
+    /// Every waiting input whose queue time has passed by now, oldest first
+    /// (by arrival, ties by admission). One already taken is not waiting,
+    /// so it never expires.
+    fn expire(&mut self) -> Vec<u64> {
+        let Some(queue_time) = self.bounds.queue_time_ticks else {
+            return Vec::new();
+        };
+        let mut expired: Vec<Entry> = self
+            .waiting
+            .iter()
+            .filter(|e| e.arrival + queue_time <= self.now)
+            .cloned()
+            .collect();
+        expired.sort_by_key(|e| (e.arrival, e.seq));
+        let ids: Vec<u64> = expired.iter().map(|e| e.id).collect();
+        self.waiting.retain(|e| !ids.contains(&e.id));
+        self.expired_until = Some(self.now);
+        ids
+    }
+
+    /// Among the first `scan` waiting inputs of `key`'s lane, in lane order,
+    /// those the mask finds gone leave, in that order.
+    fn withdraw(&mut self, key: u32, scan: usize, gone_mask: u32) -> Vec<u64> {
+        let ids: Vec<u64> = self
+            .inputs_of(key)
+            .into_iter()
+            .take(scan)
+            .filter(|e| is_gone(gone_mask, e.id))
+            .map(|e| e.id)
+            .collect();
+        self.waiting.retain(|e| !ids.contains(&e.id));
+        ids
+    }
+
+    /// When the oldest waiting input expires, if one waits and inputs
+    /// expire.
+    fn next_expiry(&self) -> Option<u64> {
+        let queue_time = self.bounds.queue_time_ticks?;
+        self.waiting.iter().map(|e| e.arrival + queue_time).min()
     }
 
     fn lanes(&self) -> usize {
@@ -294,12 +389,24 @@ enum Op {
     Complete(usize),
     Close,
     NextDeadline,
+    /// `expire_with` at the current time.
+    Expire,
+    /// `withdraw_with` over the first `scan` waiting inputs of `key`, the
+    /// inputs `is_gone(gone_mask, id)` marks being the gone ones.
+    Withdraw {
+        key: u32,
+        scan: usize,
+        gone_mask: u32,
+    },
 }
 
 #[derive(Clone, Debug)]
 struct Case {
     bounds: Bounds,
     keys: u32,
+    /// Ranks are drawn from `0..ranks`: with one rank every lane is in
+    /// arrival order, and the next expiry is known exactly.
+    ranks: i64,
     /// Ask for the next deadline after every step too. It drops stale
     /// entries, so half of the cases leave them for `take` to meet.
     probe_deadline_every_step: bool,
@@ -308,33 +415,55 @@ struct Case {
 
 fn bounds() -> impl Strategy<Value = Bounds> {
     (
-        1..=4_usize,
-        prop_oneof![Just(u64::MAX), 1..=5_u64],
-        1..=12_usize,
-        prop_oneof![Just(u64::MAX), 1..=20_u64],
-        prop_oneof![1 => Just(0_u64), 3 => 1..=4_u64],
+        (
+            1..=4_usize,
+            prop_oneof![Just(u64::MAX), 1..=5_u64],
+            1..=12_usize,
+            prop_oneof![Just(u64::MAX), 1..=20_u64],
+        ),
+        (
+            prop_oneof![Just(usize::MAX), 1..=4_usize],
+            prop_oneof![1 => Just(0_u64), 3 => 1..=4_u64],
+            prop_oneof![Just(None), (1..=8_u64).prop_map(Some)],
+        ),
     )
         .prop_map(
-            |(batch_size_max, batch_weight_max, queueing_max, queued_weight_max, delay_ticks)| {
+            |(
+                (batch_size_max, batch_weight_max, queueing_max, queued_weight_max),
+                (queueing_per_key_max, delay_ticks, queue_time_ticks),
+            )| {
                 Bounds {
                     batch_size_max,
                     batch_weight_max,
                     queueing_max,
                     queued_weight_max,
+                    queueing_per_key_max,
                     delay_ticks,
+                    queue_time_ticks,
                 }
             },
         )
 }
 
-fn op(keys: u32) -> impl Strategy<Value = Op> {
+fn op(keys: u32, ranks: i64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        200 => (0..keys, 0..3_i64, 1..=3_u64)
+        200 => (0..keys, 0..ranks, 1..=3_u64)
             .prop_map(|(key, rank, weight)| Op::Admit { key, rank, weight }),
         100 => (0..=3_u64).prop_map(Op::Advance),
         120 => Just(Op::Take),
         100 => (0..4_usize).prop_map(Op::Complete),
         20 => Just(Op::NextDeadline),
+        40 => Just(Op::Expire),
+        40 => (
+            0..keys,
+            0..=5_usize,
+            prop_oneof![Just(u32::MAX), any::<u32>()],
+        )
+            .prop_map(|(key, scan, gone_mask)| Op::Withdraw {
+                key,
+                scan,
+                gone_mask,
+            }),
         // Rare, so that most sequences run open (every one is closed and
         // drained at its end anyway).
         2 => Just(Op::Close),
@@ -346,25 +475,77 @@ fn op(keys: u32) -> impl Strategy<Value = Op> {
 const OPS_PER_CASE_MAX: usize = 80;
 
 fn case() -> impl Strategy<Value = Case> {
-    (bounds(), 2..=4_u32, any::<bool>()).prop_flat_map(|(bounds, keys, probe)| {
-        prop::collection::vec(op(keys), 1..=OPS_PER_CASE_MAX).prop_map(move |ops| Case {
-            bounds,
-            keys,
-            probe_deadline_every_step: probe,
-            ops,
+    (
+        bounds(),
+        2..=4_u32,
+        prop_oneof![Just(1_i64), Just(3_i64)],
+        any::<bool>(),
+    )
+        .prop_flat_map(|(bounds, keys, ranks, probe)| {
+            prop::collection::vec(op(keys, ranks), 1..=OPS_PER_CASE_MAX).prop_map(move |ops| Case {
+                bounds,
+                keys,
+                ranks,
+                probe_deadline_every_step: probe,
+                ops,
+            })
         })
-    })
 }
 
-/// Checks `Lanes::next_deadline` against the model.
+/// What an answer of `next_deadline` or `next_expiry` may be: a time in
+/// `low..=high`, in ticks, where `NEVER` stands for `None`.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    low: u64,
+    high: u64,
+}
+
+const NEVER: u64 = u64::MAX;
+
+impl Window {
+    fn exactly(tick: Option<u64>) -> Self {
+        let tick = tick.unwrap_or(NEVER);
+        Self {
+            low: tick,
+            high: tick,
+        }
+    }
+
+    /// The window of the earlier of two answers, one from each window.
+    fn earlier(self, other: Window) -> Self {
+        Self {
+            low: self.low.min(other.low),
+            high: self.high.min(other.high),
+        }
+    }
+
+    fn check(self, got: Option<Duration>, what: &str) -> Result<(), TestCaseError> {
+        let got_tick = got.map_or(NEVER, |d| d.as_micros() as u64);
+        let show = |tick: u64| {
+            if tick == NEVER {
+                "none".to_string()
+            } else {
+                format!("{tick}")
+            }
+        };
+        prop_assert!(
+            self.low <= got_tick && got_tick <= self.high,
+            "{what} is {got:?}; the model allows from {} to {} ticks",
+            show(self.low),
+            show(self.high)
+        );
+        Ok(())
+    }
+}
+
+/// What the model says of the batch deadline part of `next_deadline`.
 ///
 /// It is exact while every lane that holds inputs is waiting. A lane that is
 /// busy or ready may keep its oldest input's deadline pending (it may wait
 /// again after its batch), so then the answer may come earlier than the
 /// earliest waiting lane's due time, but never before the earliest due time
 /// of any lane that holds inputs, and never later than a waiting lane's.
-fn check_next_deadline(lanes: &mut Lanes<u32, u64>, model: &Model) -> Result<(), TestCaseError> {
-    let got = lanes.next_deadline();
+fn batch_deadline_window(model: &Model) -> Window {
     let due_any = model
         .keys_alive()
         .into_iter()
@@ -380,41 +561,54 @@ fn check_next_deadline(lanes: &mut Lanes<u32, u64>, model: &Model) -> Result<(),
         .into_iter()
         .filter(|&k| model.due_time_of(k).is_some())
         .all(|k| model.state_of(k) == Some(LaneState::Waiting));
+    match due_any {
+        _ if model.closed || model.bounds.delay_ticks == 0 => Window::exactly(None),
+        None => Window::exactly(None),
+        Some(_) if all_holding_inputs_wait => Window::exactly(due_waiting),
+        Some(due_any) => Window {
+            low: due_any,
+            high: due_waiting.unwrap_or(NEVER),
+        },
+    }
+}
 
-    if model.closed || model.bounds.delay_ticks == 0 || due_any.is_none() {
-        prop_assert_eq!(got, None, "no lane can become due");
-        return Ok(());
+/// What the model says `next_expiry` may be. With one rank every lane is
+/// in arrival order and the answer is exact. Otherwise it may be earlier
+/// than the oldest waiting input's expiry (an entry whose input left a lane
+/// kept in rank order is only dropped when it falls due), but it is never
+/// later, never an entry the latest expiry already passed, and `None` only
+/// when nothing waits.
+fn expiry_window(model: &Model, ranks: i64) -> Window {
+    let exact = model.next_expiry();
+    match exact {
+        Some(exact) if ranks > 1 => Window {
+            low: model.expired_until.map_or(0, |t| t + 1),
+            high: exact,
+        },
+        exact => Window::exactly(exact),
     }
-    let due_any = at(due_any.expect("checked above"));
-    match due_waiting.map(at) {
-        Some(due_waiting) if all_holding_inputs_wait => {
-            prop_assert_eq!(
-                got,
-                Some(due_waiting),
-                "the earliest waiting lane's due time"
-            );
-        }
-        Some(due_waiting) => {
-            let got = got.expect("a waiting lane must have a deadline");
-            prop_assert!(
-                got <= due_waiting,
-                "{got:?} is later than a waiting lane's due time {due_waiting:?}"
-            );
-            prop_assert!(
-                got >= due_any,
-                "{got:?} is earlier than every lane's due time {due_any:?}"
-            );
-        }
-        None => {
-            if let Some(got) = got {
-                prop_assert!(
-                    got >= due_any,
-                    "{got:?} is earlier than every lane's due time {due_any:?}"
-                );
-            }
-        }
+}
+
+fn check_next_deadline(
+    lanes: &mut Lanes<u32, u64>,
+    model: &Model,
+    ranks: i64,
+) -> Result<(), TestCaseError> {
+    let expiry = expiry_window(model, ranks);
+    let got_expiry = lanes.next_expiry();
+    expiry.check(got_expiry, "next_expiry")?;
+    if let (Some(got), Some(queue_time)) = (got_expiry, model.bounds.queue_time_ticks) {
+        let got = got.as_micros() as u64;
+        prop_assert!(
+            model.arrivals.iter().any(|&a| a + queue_time == got),
+            "next_expiry {} is no admitted input's expiry",
+            got
+        );
     }
-    Ok(())
+    let got = lanes.next_deadline();
+    batch_deadline_window(model)
+        .earlier(expiry)
+        .check(got, "next_deadline")
 }
 
 /// Compares every observable that does not change the structure.
@@ -427,8 +621,12 @@ fn check_gauges(lanes: &Lanes<u32, u64>, model: &Model, keys: u32) -> Result<(),
         "waiting_weight"
     );
     prop_assert_eq!(lanes.busy(), model.busy.len(), "busy");
-    prop_assert_eq!(lanes.ready(), model.ready_line.len(), "ready");
-    prop_assert_eq!(lanes.has_ready(), !model.ready_line.is_empty(), "has_ready");
+    prop_assert_eq!(lanes.ready(), model.ready_with_inputs(), "ready");
+    prop_assert_eq!(
+        lanes.has_ready(),
+        model.ready_with_inputs() > 0,
+        "has_ready"
+    );
     prop_assert_eq!(lanes.is_closed(), model.closed, "is_closed");
     for key in 0..keys {
         prop_assert_eq!(
@@ -441,15 +639,20 @@ fn check_gauges(lanes: &Lanes<u32, u64>, model: &Model, keys: u32) -> Result<(),
     Ok(())
 }
 
-fn run(case: &Case) -> Result<(), TestCaseError> {
+fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
     let mut lanes: Lanes<u32, u64> = Lanes::new(case.bounds.to_config());
     let mut model = Model::new(case.bounds);
     // The lane id of each busy key, as `take` handed it out.
     let mut lane_ids: Vec<(u32, LaneId)> = Vec::new();
     let mut id_next = 0_u64;
+    // Every admitted input, and every input that left (by a batch, expiry
+    // or withdrawal): at the end the two are the same, each once.
+    let mut admitted: Vec<u64> = Vec::new();
+    let mut left: Vec<u64> = Vec::new();
 
     for (step, op) in case.ops.iter().enumerate() {
         let now = at(model.now);
+        let before = model.clone();
         match *op {
             Op::Admit { key, rank, weight } => {
                 let id = id_next;
@@ -459,6 +662,9 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
                     .map_err(|refusal| (refusal.item, refusal.reason));
                 let want = model.admit(key, id, rank, weight);
                 prop_assert_eq!(got, want, "step {}: admit", step);
+                if want.is_ok() {
+                    admitted.push(id);
+                }
             }
             Op::Advance(ticks) => model.now += ticks,
             Op::Take => {
@@ -479,6 +685,7 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
                             step
                         );
                         lane_ids.push((batch.key, batch.lane));
+                        left.extend(got.ids);
                     }
                     (got, want) => {
                         let got = got.map(|b| (b.key, b.items));
@@ -508,18 +715,50 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
                 lanes.close();
                 model.close();
             }
-            Op::NextDeadline => check_next_deadline(&mut lanes, &model)?,
+            Op::NextDeadline => check_next_deadline(&mut lanes, &model, case.ranks)?,
+            Op::Expire => {
+                let mut got = Vec::new();
+                let count = lanes.expire_with(now, |id| got.push(id));
+                let want = model.expire();
+                prop_assert_eq!(&got, &want, "step {}: expire_with at {:?}", step, now);
+                prop_assert_eq!(count, got.len(), "step {}: expire_with's count", step);
+                left.extend(got);
+            }
+            Op::Withdraw {
+                key,
+                scan,
+                gone_mask,
+            } => {
+                let mut got = Vec::new();
+                let count = lanes.withdraw_with(
+                    key_hash(&key),
+                    scan,
+                    |&id| is_gone(gone_mask, id),
+                    |id| got.push(id),
+                );
+                let want = model.withdraw(key, scan, gone_mask);
+                prop_assert_eq!(
+                    &got,
+                    &want,
+                    "step {}: withdraw_with key {} scan {}",
+                    step,
+                    key,
+                    scan
+                );
+                prop_assert_eq!(count, got.len(), "step {}: withdraw_with's count", step);
+                left.extend(got);
+            }
         }
+        tally(reached, op, &before, &model);
         check_gauges(&lanes, &model, case.keys)?;
         if case.probe_deadline_every_step {
-            check_next_deadline(&mut lanes, &model)?;
+            check_next_deadline(&mut lanes, &model, case.ranks)?;
         }
     }
 
     // Closing and draining answers everything: nothing admitted is lost.
     lanes.close();
     model.close();
-    let mut sent = 0;
     loop {
         while let Some((key, lane)) = lane_ids.pop() {
             lanes.complete(lane, at(model.now));
@@ -531,7 +770,7 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
             (Some(batch), Some(want)) => {
                 prop_assert_eq!(batch.key, want.key, "drain: key");
                 prop_assert_eq!(&batch.items, &want.ids, "drain: items");
-                sent += batch.items.len();
+                left.extend(&batch.items);
                 lane_ids.push((batch.key, batch.lane));
             }
             (got, want) => {
@@ -541,23 +780,113 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
         }
         check_gauges(&lanes, &model, case.keys)?;
     }
-    prop_assert!(sent <= id_next as usize);
     prop_assert_eq!(lanes.lanes(), 0, "every lane is gone once drained");
     prop_assert_eq!(lanes.waiting(), 0);
     prop_assert_eq!(lanes.next_deadline(), None);
+    prop_assert_eq!(lanes.expire_with(at(model.now + 100), |_| ()), 0);
+    left.sort_unstable();
+    prop_assert_eq!(left, admitted, "every admitted input left exactly once");
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+/// How often a run met each case the new operations are about, summed over
+/// cases: the test fails if one is never met, since passing would then
+/// prove nothing about it.
+#[derive(Debug, Default)]
+struct Reached {
+    refused_key_full: u64,
+    expired: u64,
+    withdrawn: u64,
+    /// Steps that left a lane emptied in the ready line.
+    emptied_in_line: u64,
+    /// Takes that met an emptied lane and removed it.
+    emptied_removed_by_take: u64,
+    /// Admissions into a lane emptied in the ready line.
+    refilled_in_line: u64,
+    /// A key refused `KeyFull` while it had a batch in flight.
+    key_full_while_busy: u64,
+    /// A key admitted up to its bound while it had a batch in flight: its
+    /// inputs in flight do not count.
+    filled_to_bound_while_busy: u64,
+}
+
+fn emptied_in_line(model: &Model) -> usize {
+    model.ready_line.len() - model.ready_with_inputs()
+}
+
+/// Tallies what `op` met, from the model before and after it.
+fn tally(reached: &mut Reached, op: &Op, before: &Model, after: &Model) {
+    let (emptied_before, emptied_after) = (emptied_in_line(before), emptied_in_line(after));
+    if emptied_after > emptied_before {
+        reached.emptied_in_line += 1;
+    }
+    match *op {
+        Op::Take if emptied_after < emptied_before => reached.emptied_removed_by_take += 1,
+        Op::Admit { key, .. } => {
+            let refused_key_full = after.seq_next == before.seq_next
+                && before.waiting.iter().filter(|e| e.key == key).count()
+                    >= before.bounds.queueing_per_key_max;
+            if refused_key_full {
+                reached.refused_key_full += 1;
+                if before.busy.contains(&key) {
+                    reached.key_full_while_busy += 1;
+                }
+            }
+            let admitted = after.seq_next > before.seq_next;
+            let key_waiting_after = after.waiting.iter().filter(|e| e.key == key).count();
+            if admitted
+                && before.busy.contains(&key)
+                && key_waiting_after == before.bounds.queueing_per_key_max
+            {
+                reached.filled_to_bound_while_busy += 1;
+            }
+            if before.ready_line.contains(&key) && !before.holds_inputs(key) {
+                reached.refilled_in_line += u64::from(after.holds_inputs(key));
+            }
+        }
+        Op::Expire => reached.expired += (before.waiting.len() - after.waiting.len()) as u64,
+        Op::Withdraw { .. } => {
+            reached.withdrawn += (before.waiting.len() - after.waiting.len()) as u64;
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn lanes_match_the_model_step_by_step() {
+    let config = ProptestConfig {
         cases: 10_000,
         // A failure prints its shrunk case; nothing is written to the tree.
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn lanes_match_the_model_step_by_step(case in case()) {
-        run(&case)?;
+    };
+    let reached = RefCell::new(Reached::default());
+    let mut runner = TestRunner::new(config);
+    if let Err(failure) = runner.run(&case(), |case| run(&case, &mut reached.borrow_mut())) {
+        panic!("{failure}");
+    }
+    let reached = reached.into_inner();
+    eprintln!("lanes model: {reached:?}");
+    let counts = [
+        ("refused KeyFull", reached.refused_key_full),
+        (
+            "KeyFull while a batch is in flight",
+            reached.key_full_while_busy,
+        ),
+        (
+            "a key filled to its bound beside a batch in flight",
+            reached.filled_to_bound_while_busy,
+        ),
+        ("expired inputs", reached.expired),
+        ("withdrawn inputs", reached.withdrawn),
+        ("lanes emptied in the ready line", reached.emptied_in_line),
+        (
+            "emptied lanes removed by take",
+            reached.emptied_removed_by_take,
+        ),
+        ("emptied lanes refilled", reached.refilled_in_line),
+    ];
+    for (what, count) in counts {
+        assert!(count > 0, "no case reached {what}: {reached:?}");
     }
 }

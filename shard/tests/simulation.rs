@@ -31,6 +31,28 @@
 //!   and the shard ends quiet;
 //! - G10: a failed, panicked or miscounted batch fails its own callers only.
 //!
+//! Three quarters of the seeds also play the overload settings (SPEC §3,
+//! §4.2), each on or off by the seed; the others play exactly as before
+//! those settings existed:
+//!
+//! - `max_queue_time`: at each moment the reference says inputs expire,
+//!   `expire` answers exactly those `Expired`, the input handed back
+//!   unchanged; none already taken; and the shard's next deadline is never
+//!   later than the next expiry, whether a slot is free or not;
+//! - `withdraw_on_drop`: callers drop their futures at seeded moments, some
+//!   sending a withdrawal notice a little later, some none. A caller gone
+//!   before its input is taken has it withdrawn, never sent (by the notice,
+//!   if it is among the first inputs of its lane, or by the take that
+//!   reaches it); one gone after the take has it sent and answered;
+//! - `max_queueing_per_key` with a hot key: `KeyFull` exactly when the
+//!   reference says, counting waiting inputs only;
+//! - flush requests at seeded moments: each is told exactly once every
+//!   input admitted before it is resolved, not before, and not after the
+//!   event that resolved the last of them;
+//! - after every event: submitted = answered + refused + expired +
+//!   withdrawn + open (waiting or in flight), and the shard's counters say
+//!   the same; each key's lane state is the reference's.
+//!
 //! `cargo test` plays seeds `0..1000`. More (or other) seeds:
 //!
 //! ```text
@@ -47,12 +69,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ferry_shard::parts::{BatchOutcome, LaneId, Lanes, ShardCore, Submission, Waiter};
-use ferry_shard::{key_hash, FerryError};
+use ferry_shard::parts::{BatchOutcome, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter};
+use ferry_shard::{key_hash, FerryError, Refused};
 use tokio::sync::oneshot;
 
 use sim::answer::{try_answer, Dropped};
-use sim::reference::Reference;
+use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
 
@@ -103,6 +125,33 @@ struct Summary {
     /// Inputs still waiting or in flight when close came.
     open_at_close: u64,
     end_tick: u64,
+    /// Seeds with none of the overload settings.
+    plain_seeds: u64,
+    refused_key_full: u64,
+    /// Of those, refused while the key had a batch in flight.
+    key_full_beside_a_batch: u64,
+    expired: u64,
+    withdrawn_by_notice: u64,
+    withdrawn_at_take: u64,
+    /// Takes whose whole batch was withdrawn, so nothing was sent.
+    batches_withdrawn_whole: u64,
+    /// Notices that left an input whose caller was gone, past the part of
+    /// the lane a notice looks at.
+    notices_past_their_scan: u64,
+    /// Notices while `withdraw_on_drop` is off: they withdraw nothing.
+    notices_ignored: u64,
+    /// Inputs sent and answered although their callers dropped their
+    /// futures once they were taken.
+    sent_after_drop: u64,
+    /// Lanes emptied by expiry or withdrawal while in the ready line, then
+    /// given an input, or removed by a take.
+    lanes_emptied_in_line: u64,
+    lanes_refilled_in_line: u64,
+    lanes_reaped: u64,
+    flushes: u64,
+    flushes_told: u64,
+    /// Of those, flushes that had inputs to wait for.
+    flushes_told_after_waiting: u64,
 }
 
 impl Summary {
@@ -121,7 +170,33 @@ impl Summary {
         self.contended += other.contended;
         self.open_at_close += other.open_at_close;
         self.end_tick += other.end_tick;
+        self.plain_seeds += other.plain_seeds;
+        self.refused_key_full += other.refused_key_full;
+        self.key_full_beside_a_batch += other.key_full_beside_a_batch;
+        self.expired += other.expired;
+        self.withdrawn_by_notice += other.withdrawn_by_notice;
+        self.withdrawn_at_take += other.withdrawn_at_take;
+        self.batches_withdrawn_whole += other.batches_withdrawn_whole;
+        self.notices_past_their_scan += other.notices_past_their_scan;
+        self.notices_ignored += other.notices_ignored;
+        self.sent_after_drop += other.sent_after_drop;
+        self.lanes_emptied_in_line += other.lanes_emptied_in_line;
+        self.lanes_refilled_in_line += other.lanes_refilled_in_line;
+        self.lanes_reaped += other.lanes_reaped;
+        self.flushes += other.flushes;
+        self.flushes_told += other.flushes_told;
+        self.flushes_told_after_waiting += other.flushes_told_after_waiting;
     }
+}
+
+/// A flush request and what it waits for.
+struct Flush {
+    number: usize,
+    requested_at: u64,
+    /// Inputs admitted before the request and not resolved yet.
+    awaits: BTreeSet<u64>,
+    waited: bool,
+    told: oneshot::Receiver<()>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -130,6 +205,10 @@ enum Action {
     Complete,
     Dispatch,
     Close,
+    Expire,
+    Notice,
+    Drop,
+    Flush,
 }
 
 struct Sim {
@@ -145,10 +224,27 @@ struct Sim {
     batch_next: u64,
     /// Callers of admitted, unanswered inputs that still wait, by input id.
     callers: BTreeMap<u64, Answer>,
-    /// Admitted inputs not answered yet.
+    /// Admitted inputs not resolved yet (waiting or in flight).
     open: BTreeSet<u64>,
     answered: BTreeSet<u64>,
     refused: BTreeSet<u64>,
+    expired: BTreeSet<u64>,
+    withdrawn: BTreeSet<u64>,
+    /// Open inputs whose callers dropped their futures.
+    gone: BTreeSet<u64>,
+    /// Inputs submitted so far, and of those refused by the closed intake
+    /// before the shard saw them.
+    submitted: u64,
+    refused_at_intake: u64,
+    /// Draws for the overload moments during the run, so that plain seeds
+    /// draw from `rng` exactly as before.
+    extra: Rng,
+    /// Callers who will drop their futures: (tick, input id).
+    drops: Vec<(u64, u64)>,
+    /// Withdrawal notices on their way to the shard: (tick, key).
+    notices: Vec<(u64, u32)>,
+    flush_next: usize,
+    flushes: Vec<Flush>,
     /// Highest rank sent so far, per key (to count late inputs).
     rank_sent_max: BTreeMap<u32, i64>,
     summary: Summary,
@@ -177,7 +273,8 @@ macro_rules! ensure {
 impl Sim {
     fn new(seed: u64, strict_fairness: bool, trace: bool) -> Self {
         let mut rng = Rng::new(seed);
-        let scenario = Scenario::generate(&mut rng);
+        let mut extra = Rng::new(seed ^ 0x0ee1_0ad5_eed5_0f7e);
+        let scenario = Scenario::generate(&mut rng, &mut extra);
         let reference = Reference::new(&scenario);
         let core = Core::new(scenario.config.clone(), scenario.slots);
         Self {
@@ -195,6 +292,16 @@ impl Sim {
             open: BTreeSet::new(),
             answered: BTreeSet::new(),
             refused: BTreeSet::new(),
+            expired: BTreeSet::new(),
+            withdrawn: BTreeSet::new(),
+            gone: BTreeSet::new(),
+            submitted: 0,
+            refused_at_intake: 0,
+            extra,
+            drops: Vec::new(),
+            notices: Vec::new(),
+            flush_next: 0,
+            flushes: Vec::new(),
             rank_sent_max: BTreeMap::new(),
             summary: Summary::default(),
             strict_fairness,
@@ -205,15 +312,17 @@ impl Sim {
     fn run(mut self) -> Result<Summary, String> {
         if self.trace {
             eprintln!(
-                "scenario: {:?}, delay {} ticks, {} slots, {} keys, {} inputs, close at {:?}",
+                "scenario: {:?}, delay {} ticks, {} slots, {} keys, {} inputs, close at {:?}, {:?}",
                 self.scenario.config,
                 self.scenario.delay_ticks,
                 self.scenario.slots,
                 self.scenario.keys,
                 self.scenario.arrivals.len(),
-                self.close_tick
+                self.close_tick,
+                self.scenario.overload
             );
         }
+        self.summary.plain_seeds = u64::from(self.scenario.overload.is_plain());
         let mut steps = 0;
         loop {
             // Everything due now, in a seeded order; dispatch is tried until
@@ -222,7 +331,7 @@ impl Sim {
             loop {
                 steps += 1;
                 ensure!(steps <= STEPS_MAX, "no end after {STEPS_MAX} events");
-                let mut enabled = [Action::Admit; 4];
+                let mut enabled = [Action::Admit; 8];
                 let mut count = 0;
                 let mut enable = |action| {
                     enabled[count] = action;
@@ -244,6 +353,19 @@ impl Sim {
                 if !dispatch_tried {
                     enable(Action::Dispatch);
                 }
+                // The overload events; none is ever enabled in a plain seed.
+                if self.expiry_due() {
+                    enable(Action::Expire);
+                }
+                if self.notices.iter().any(|&(t, _)| t <= self.now) {
+                    enable(Action::Notice);
+                }
+                if self.drops.iter().any(|&(t, _)| t <= self.now) {
+                    enable(Action::Drop);
+                }
+                if self.flush_due() {
+                    enable(Action::Flush);
+                }
                 if count == 0 {
                     break;
                 }
@@ -253,15 +375,16 @@ impl Sim {
                     Action::Admit => self.admit()?,
                     Action::Complete => self.complete()?,
                     Action::Close => self.close(),
-                    Action::Dispatch => {
-                        if !self.dispatch()? {
-                            dispatch_tried = true;
-                            continue;
-                        }
-                    }
+                    Action::Dispatch => dispatch_tried = !self.dispatch()?,
+                    Action::Expire => self.expire()?,
+                    Action::Notice => self.notice()?,
+                    Action::Drop => self.drop_due_caller(),
+                    Action::Flush => self.flush(),
                 }
                 self.reference.refresh(self.now);
+                self.settle_flushes()?;
                 self.check_counts()?;
+                self.check_lanes()?;
             }
             self.check_quiet_moment()?;
             self.maybe_drop_a_caller();
@@ -300,7 +423,28 @@ impl Sim {
     }
 
     fn all_done(&self) -> bool {
-        self.arrival_next == self.scenario.arrivals.len() && self.running.is_empty() && self.closed
+        self.arrival_next == self.scenario.arrivals.len()
+            && self.running.is_empty()
+            && self.closed
+            && self.drops.is_empty()
+            && self.notices.is_empty()
+            && !self.flush_pending()
+    }
+
+    fn expiry_due(&self) -> bool {
+        self.reference.next_expiry().is_some_and(|t| t <= self.now)
+    }
+
+    fn flush_pending(&self) -> bool {
+        self.flush_next < self.scenario.overload.flush_ticks.len()
+    }
+
+    fn flush_due(&self) -> bool {
+        self.scenario
+            .overload
+            .flush_ticks
+            .get(self.flush_next)
+            .is_some_and(|&t| t <= self.now)
     }
 
     /// The next moment something happens, checking on the way that, while a
@@ -316,6 +460,15 @@ impl Sim {
                 "G8: key {key} is due at {due}, a slot is free, the shard's next deadline is {deadline:?}"
             );
         }
+        // Expiry does not wait for a slot: the shard's timer keeps the next
+        // one even while every slot is busy.
+        let expiry = self.reference.next_expiry();
+        if let Some(expiry) = expiry {
+            ensure!(
+                deadline.is_some_and(|d| d <= expiry),
+                "max_queue_time: an input expires at {expiry}, the shard's next deadline is {deadline:?}"
+            );
+        }
         let candidates = [
             self.scenario
                 .arrivals
@@ -324,6 +477,14 @@ impl Sim {
             self.running.iter().filter_map(|r| r.finish).min(),
             self.close_tick.filter(|_| !self.closed),
             deadline.filter(|&d| d > self.now),
+            expiry,
+            self.notices.iter().map(|&(t, _)| t).min(),
+            self.drops.iter().map(|&(t, _)| t).min(),
+            self.scenario
+                .overload
+                .flush_ticks
+                .get(self.flush_next)
+                .copied(),
         ];
         Ok(candidates.into_iter().flatten().min())
     }
@@ -333,6 +494,7 @@ impl Sim {
         self.arrival_next += 1;
         let id = arrival.input.id;
         let key = arrival.input.key;
+        self.submitted += 1;
 
         // After close the intake refuses on its own, before the shard sees
         // the input; some inputs still reach the core, which must refuse
@@ -340,6 +502,7 @@ impl Sim {
         if self.closed && self.rng.chance(50) {
             trace!(self, "input {id} (key {key}) refused at the closed intake");
             self.refused.insert(id);
+            self.refused_at_intake += 1;
             self.summary.refused_closed += 1;
             return Ok(());
         }
@@ -351,7 +514,7 @@ impl Sim {
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
-        let expected_refusal = self.reference.refusal(arrival.weight);
+        let expected_refusal = self.reference.refusal(key, arrival.weight);
         let admitted_before = self.core.stats().admitted;
         self.core.admit(
             Submission {
@@ -395,11 +558,16 @@ impl Sim {
                 self.reference.refused += 1;
                 self.refused.insert(id);
                 match reason {
-                    ferry_shard::Refused::Full => self.summary.refused_full += 1,
-                    ferry_shard::Refused::TooHeavy => self.summary.refused_too_heavy += 1,
-                    ferry_shard::Refused::Closed => self.summary.refused_closed += 1,
-                    ferry_shard::Refused::KeyFull => {
-                        unreachable!("the reference has no per-key bound")
+                    Refused::Full => self.summary.refused_full += 1,
+                    Refused::TooHeavy => self.summary.refused_too_heavy += 1,
+                    Refused::Closed => self.summary.refused_closed += 1,
+                    Refused::KeyFull => {
+                        // The shard found the key's lane, looking at the
+                        // time on the way.
+                        self.reference.look(self.now);
+                        self.summary.refused_key_full += 1;
+                        let busy = self.reference.lanes.get(&key).is_some_and(|l| l.busy);
+                        self.summary.key_full_beside_a_batch += u64::from(busy);
                     }
                 }
             }
@@ -437,21 +605,110 @@ impl Sim {
                     arrival.rank,
                     arrival.weight
                 );
+                let emptied = self.reference.emptied_in_line().contains(&key);
+                self.summary.lanes_refilled_in_line += u64::from(emptied);
+                self.reference.look(self.now);
                 self.reference
                     .admit(key, id, arrival.rank, arrival.weight, self.now);
                 self.open.insert(id);
                 self.summary.admitted += 1;
+                if !caller_waits {
+                    self.caller_gone(id, 0);
+                }
+                if let Some(after) = arrival.drops_after {
+                    self.drops.push((self.now + after, id));
+                }
             }
         }
         Ok(())
     }
 
+    /// The caller of open input `id` dropped its future: with
+    /// `withdraw_on_drop` the input is now the shard's to withdraw, if it
+    /// still waits, and a notice may be on its way, arriving at least
+    /// `lag_min` ticks later.
+    fn caller_gone(&mut self, id: u64, lag_min: u64) {
+        if !self.open.contains(&id) {
+            return;
+        }
+        self.gone.insert(id);
+        let overload = &self.scenario.overload;
+        if overload.notice_percent > 0 && self.extra.chance(overload.notice_percent) {
+            let lag = lag_min + self.extra.range(0, overload.notice_lag_max);
+            let key = self.scenario.arrivals[id as usize].input.key;
+            self.notices.push((self.now + lag, key));
+        }
+    }
+
+    /// A caller whose time came drops its future.
+    fn drop_due_caller(&mut self) {
+        let at = self
+            .drops
+            .iter()
+            .position(|&(t, _)| t <= self.now)
+            .expect("a drop is due");
+        let (_, id) = self.drops.swap_remove(at);
+        if self.callers.remove(&id).is_some() {
+            trace!(self, "caller of input {id} drops its future");
+            self.summary.dropped_callers += 1;
+            self.caller_gone(id, 0);
+        }
+    }
+
     /// Asks the core for a batch; `false` if it had none to give.
     fn dispatch(&mut self) -> Result<bool, String> {
-        if self.reference.in_flight < self.reference.slots {
+        let slot_free = self.reference.in_flight < self.reference.slots;
+        if slot_free {
             self.reference.look(self.now);
         }
-        let Some(dispatch) = self.core.dispatch(at(self.now)) else {
+        // What the take may withdraw (their callers are gone), and the line
+        // as it stood.
+        let withdrawable: Vec<u64> = if self.scenario.config.withdraw_on_drop {
+            self.gone
+                .iter()
+                .copied()
+                .filter(|&id| self.reference_waits(id))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let ready_before = self.reference.ready();
+        let emptied_before = self.reference.emptied_in_line();
+        let withdrawn_before = self.core.stats().withdrawn;
+        let dispatch = self.core.dispatch(at(self.now));
+
+        // The inputs the shard let go of in this step are exactly the ones
+        // the take withdrew: nobody else holds them any more.
+        let mut withdrawn_by_key: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+        for &id in &withdrawable {
+            let input = &self.scenario.arrivals[id as usize].input;
+            if !input.is_held() {
+                withdrawn_by_key.entry(input.key).or_default().insert(id);
+            }
+        }
+        let withdrawn_now: usize = withdrawn_by_key.values().map(BTreeSet::len).sum();
+        let counted = self.core.stats().withdrawn - withdrawn_before;
+        ensure!(
+            counted == withdrawn_now as u64,
+            "withdraw_on_drop: the take let go of {withdrawn_now} inputs of gone callers, \
+             the shard counts {counted} withdrawn"
+        );
+        ensure!(
+            slot_free || (dispatch.is_none() && withdrawn_now == 0),
+            "slots: the shard took from its lanes with every slot busy"
+        );
+        let sent_key = dispatch.as_ref().map(|d| d.key);
+        let taken: BTreeSet<u32> = withdrawn_by_key.keys().copied().chain(sent_key).collect();
+        for (&key, ids) in &mut withdrawn_by_key {
+            self.withdraw_whole_batches(key, ids, &ready_before, &taken)?;
+            ensure!(
+                ids.is_empty() || sent_key == Some(key),
+                "withdraw_on_drop: key {key}'s inputs {ids:?} withdrawn at a take, \
+                 but they are not a batch of its lane"
+            );
+        }
+        self.reap_emptied(&emptied_before, &ready_before, slot_free, sent_key)?;
+        let Some(dispatch) = dispatch else {
             return Ok(false);
         };
         let key = dispatch.key;
@@ -528,12 +785,31 @@ impl Sim {
             self.summary.contended += 1;
         }
 
-        // G2: exactly the lowest (rank, admission) inputs waiting.
-        let expected = self.reference.expected_batch(key);
+        // G2: exactly the lowest (rank, admission) inputs waiting, less those
+        // whose callers are gone, withdrawn in the same step.
+        let batch = self.reference.expected_batch(key);
+        let withdrawn: Vec<u64> = withdrawn_by_key
+            .remove(&key)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let (gone, expected): (Vec<u64>, Vec<u64>) =
+            batch.iter().partition(|&&id| withdrawable.contains(&id));
         ensure!(
             ids == expected,
-            "G2: key {key} sent {ids:?}; by (rank, admission) and the bounds it should be {expected:?}"
+            "G2: key {key} sent {ids:?}; by (rank, admission) and the bounds it should be \
+             {expected:?} (its batch {batch:?} less the inputs of gone callers)"
         );
+        let mut gone_sorted = gone.clone();
+        gone_sorted.sort_unstable();
+        ensure!(
+            withdrawn == gone_sorted,
+            "withdraw_on_drop: key {key}'s take withdrew {withdrawn:?}; of its batch {batch:?} \
+             the callers of {gone:?} are gone"
+        );
+        self.reference.withdraw_from_batch(key, &withdrawn);
+        self.resolve_withdrawn(&withdrawn);
+        self.summary.withdrawn_at_take += withdrawn.len() as u64;
         self.reference.dispatch(key, &ids);
         let rank_max = dispatch
             .inputs
@@ -568,6 +844,339 @@ impl Sim {
         });
         self.summary.batches += 1;
         Ok(true)
+    }
+
+    /// Whether input `id` waits in the reference's lanes (not taken yet).
+    fn reference_waits(&self, id: u64) -> bool {
+        let key = self.scenario.arrivals[id as usize].input.key;
+        self.reference
+            .lanes
+            .get(&key)
+            .is_some_and(|lane| lane.waiting.iter().any(|w| w.id == id))
+    }
+
+    /// The take withdrew `ids` of `key`. Those making up whole batches at
+    /// the front of its lane (every caller gone) were taken one after the
+    /// other and found empty, each releasing the lane at once; they leave
+    /// `ids`. What is left is the withdrawn part of the batch then sent, if
+    /// `key` was sent.
+    fn withdraw_whole_batches(
+        &mut self,
+        key: u32,
+        ids: &mut BTreeSet<u64>,
+        ready_before: &[(u32, u64, u64)],
+        taken: &BTreeSet<u32>,
+    ) -> Result<(), String> {
+        let mut first = true;
+        loop {
+            let batch = self.reference.expected_batch(key);
+            if batch.is_empty() || !batch.iter().all(|id| ids.contains(id)) {
+                return Ok(());
+            }
+            // G7, G8 as for a batch that is sent: the lane was ready, and
+            // no lane in line before it was passed over. A lane taken again
+            // in the same step went to the back of the line in between.
+            let since = if first {
+                let found = ready_before.iter().find(|&&(k, _, _)| k == key);
+                let Some(&(_, since, _)) = found else {
+                    return Err(format!(
+                        "G8: key {key}'s batch {batch:?} was taken, and withdrawn, before the lane was ready"
+                    ));
+                };
+                since
+            } else {
+                let ready = self.reference.lanes[&key].ready_since.is_some();
+                ensure!(
+                    ready,
+                    "G8: key {key} taken again at once, and its batch {batch:?} withdrawn, but it is not ready"
+                );
+                self.now
+            };
+            for &(other, other_since, other_seen) in ready_before {
+                let overtaken = if self.strict_fairness {
+                    other_since < since
+                } else {
+                    other_seen < since
+                };
+                ensure!(
+                    taken.contains(&other) || !overtaken,
+                    "G7: key {key} (ready since {since}) was taken, its batch withdrawn, before key \
+                     {other} (ready since {other_since}, in line since {other_seen})"
+                );
+            }
+            trace!(
+                self,
+                "take of key {key} finds its batch {batch:?} withdrawn: every caller is gone"
+            );
+            for id in &batch {
+                ids.remove(id);
+            }
+            self.reference.skip_batch(key, &batch, self.now);
+            self.reference.refresh(self.now);
+            self.resolve_withdrawn(&batch);
+            self.summary.withdrawn_at_take += batch.len() as u64;
+            self.summary.batches_withdrawn_whole += 1;
+            first = false;
+        }
+    }
+
+    /// Lanes emptied in the ready line leave it when a take reaches them;
+    /// the shard's lanes say which did. A take that found nothing to send
+    /// went through the whole line, one that sent a batch through every
+    /// lane in line before it (G5).
+    fn reap_emptied(
+        &mut self,
+        emptied_before: &[u32],
+        ready_before: &[(u32, u64, u64)],
+        slot_free: bool,
+        sent_key: Option<u32>,
+    ) -> Result<(), String> {
+        let sent_seen = sent_key
+            .and_then(|key| self.reference.lanes.get(&key))
+            .and_then(|lane| lane.seen_since);
+        let sent_seen = sent_seen.or_else(|| {
+            let key = sent_key?;
+            ready_before.iter().find(|r| r.0 == key).map(|r| r.2)
+        });
+        for &key in emptied_before {
+            let seen = self.reference.lanes[&key]
+                .seen_since
+                .expect("a lane emptied in the ready line was in it");
+            match self.core.queue().lane_state(&key) {
+                None => {
+                    ensure!(
+                        slot_free,
+                        "key {key}'s emptied lane was removed with every slot busy"
+                    );
+                    trace!(self, "the take removes key {key}'s emptied lane");
+                    self.reference.reap(key);
+                    self.summary.lanes_reaped += 1;
+                }
+                Some(LaneState::Ready) => {
+                    let behind = sent_seen.is_some_and(|sent| sent <= seen);
+                    ensure!(
+                        !slot_free || behind,
+                        "G5: key {key}'s lane, emptied in the ready line (in it since {seen}), \
+                         was passed by a take and not removed"
+                    );
+                }
+                other => {
+                    return Err(format!(
+                        "key {key}'s lane, emptied in the ready line, is {other:?}"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `ids` were withdrawn: never sent, resolved.
+    fn resolve_withdrawn(&mut self, ids: &[u64]) {
+        for &id in ids {
+            let was_open = self.open.remove(&id);
+            debug_assert!(was_open, "input {id} withdrawn but not open");
+            self.gone.remove(&id);
+            self.withdrawn.insert(id);
+        }
+    }
+
+    /// The inputs whose queue time passed are answered `Expired`, exactly
+    /// those the reference names, each handed back unchanged.
+    fn expire(&mut self) -> Result<(), String> {
+        let emptied_before = self.reference.emptied_in_line().len();
+        let expected = self.reference.expire(self.now);
+        let before = self.core.stats().expired;
+        self.core.expire(at(self.now));
+        let counted = self.core.stats().expired - before;
+        ensure!(
+            counted == expected.len() as u64,
+            "max_queue_time: {counted} inputs expired, the reference expects {expected:?}"
+        );
+        trace!(self, "expired: {expected:?}");
+        for &(key, id) in &expected {
+            ensure!(
+                self.open.remove(&id),
+                "G4: input {id} expired but it was not open"
+            );
+            self.expired.insert(id);
+            self.gone.remove(&id);
+            if let Some(mut answer) = self.callers.remove(&id) {
+                let original = &self.scenario.arrivals[id as usize].input;
+                match try_answer(&mut answer) {
+                    Ok(Some(Err(FerryError::Expired { input }))) => {
+                        ensure!(
+                            input == *original,
+                            "G4: input {id} handed back changed: {input:?}"
+                        );
+                    }
+                    other => {
+                        return Err(format!(
+                        "max_queue_time: input {id} (key {key}) expired; its caller got {other:?}"
+                    ))
+                    }
+                }
+            }
+            ensure!(
+                !self.scenario.arrivals[id as usize].input.is_held(),
+                "max_queue_time: input {id} expired but is still held"
+            );
+        }
+        self.summary.expired += expected.len() as u64;
+        let emptied = self
+            .reference
+            .emptied_in_line()
+            .len()
+            .saturating_sub(emptied_before);
+        self.summary.lanes_emptied_in_line += emptied as u64;
+        Ok(())
+    }
+
+    /// A withdrawal notice reaches the shard: with `withdraw_on_drop`, the
+    /// inputs of gone callers among the first ones of the key's lane are
+    /// withdrawn, and no other; without, nothing.
+    fn notice(&mut self) -> Result<(), String> {
+        let due = self
+            .notices
+            .iter()
+            .position(|&(t, _)| t <= self.now)
+            .expect("a notice is due");
+        let (_, key) = self.notices.swap_remove(due);
+        let withdraws = self.scenario.config.withdraw_on_drop;
+        let expected = if withdraws {
+            self.reference.noticed(key, &self.gone)
+        } else {
+            Vec::new()
+        };
+        let gone_waiting: Vec<u64> = self
+            .reference
+            .lane_order(key)
+            .into_iter()
+            .map(|w| w.id)
+            .filter(|id| self.gone.contains(id))
+            .collect();
+        let emptied_before = self.reference.emptied_in_line().len();
+        let before = self.core.stats().withdrawn;
+        self.core.withdraw(key_hash(&key));
+        let counted = self.core.stats().withdrawn - before;
+        trace!(self, "notice for key {key}: withdraws {expected:?}");
+        ensure!(
+            counted == expected.len() as u64,
+            "withdraw_on_drop: a notice for key {key} withdrew {counted} inputs; the reference \
+             expects {expected:?} (the first {NOTICE_SCAN} of its lane whose callers are gone)"
+        );
+        for &id in &gone_waiting {
+            let held = self.scenario.arrivals[id as usize].input.is_held();
+            ensure!(
+                held != expected.contains(&id),
+                "withdraw_on_drop: after a notice for key {key}, input {id} is {} by the shard; \
+                 the reference withdraws {expected:?}",
+                if held { "still held" } else { "let go" }
+            );
+        }
+        self.reference.withdraw(key, &expected);
+        self.resolve_withdrawn(&expected);
+        self.summary.withdrawn_by_notice += expected.len() as u64;
+        self.summary.notices_ignored += u64::from(!withdraws);
+        self.summary.notices_past_their_scan +=
+            u64::from(withdraws && gone_waiting.len() > expected.len());
+        let emptied = self
+            .reference
+            .emptied_in_line()
+            .len()
+            .saturating_sub(emptied_before);
+        self.summary.lanes_emptied_in_line += emptied as u64;
+        Ok(())
+    }
+
+    /// A flush is requested: it waits for every input open now.
+    fn flush(&mut self) {
+        let number = self.flush_next;
+        self.flush_next += 1;
+        let (reply, told) = oneshot::channel();
+        self.core.flush(reply);
+        trace!(self, "flush {number} waits for {:?}", self.open);
+        self.flushes.push(Flush {
+            number,
+            requested_at: self.now,
+            awaits: self.open.clone(),
+            waited: !self.open.is_empty(),
+            told,
+        });
+        self.summary.flushes += 1;
+    }
+
+    /// After every event: the flushes the shard completed are told (as its
+    /// driver does once the stats are published), and each flush has been
+    /// told exactly if every input admitted before it is resolved: not
+    /// before, and not after the event that resolved the last of them.
+    fn settle_flushes(&mut self) -> Result<(), String> {
+        for reply in self.core.take_flushed() {
+            ensure!(
+                reply.send(()).is_ok(),
+                "flush: a request completed twice, or after its caller left"
+            );
+        }
+        let mut at_ = 0;
+        while at_ < self.flushes.len() {
+            let flush = &mut self.flushes[at_];
+            flush.awaits.retain(|id| self.open.contains(id));
+            let told = match try_answer(&mut flush.told) {
+                Ok(told) => told.is_some(),
+                Err(Dropped) => {
+                    return Err(format!(
+                        "flush {} (requested at {}) dropped without being told",
+                        flush.number, flush.requested_at
+                    ))
+                }
+            };
+            ensure!(
+                told == flush.awaits.is_empty(),
+                "flush {} (requested at {}): {}",
+                flush.number,
+                flush.requested_at,
+                if told {
+                    format!(
+                        "told while {:?}, admitted before it, are unresolved",
+                        flush.awaits
+                    )
+                } else {
+                    "not told, though every input admitted before it is resolved".to_string()
+                }
+            );
+            if told {
+                self.summary.flushes_told += 1;
+                self.summary.flushes_told_after_waiting += u64::from(flush.waited);
+                self.flushes.swap_remove(at_);
+            } else {
+                at_ += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// After every event: each key's lane is in the state the reference
+    /// says: busy while its batch is in flight, ready exactly while the
+    /// shard has it in its ready line (emptied or not), waiting otherwise,
+    /// and none once it has nothing waiting and nothing in flight (G1, G5).
+    fn check_lanes(&self) -> Result<(), String> {
+        for key in 0..self.scenario.keys {
+            let lane = self.reference.lanes.get(&key);
+            let want = lane.map(|lane| {
+                if lane.busy {
+                    LaneState::Busy
+                } else if lane.waiting.is_empty() || lane.seen_since.is_some() {
+                    LaneState::Ready
+                } else {
+                    LaneState::Waiting
+                }
+            });
+            let got = self.core.queue().lane_state(&key);
+            ensure!(
+                got == want,
+                "key {key}'s lane is {got:?}, the reference says {want:?}: {lane:?}"
+            );
+        }
+        Ok(())
     }
 
     fn complete(&mut self) -> Result<(), String> {
@@ -607,6 +1216,8 @@ impl Sim {
             self.core.release(running.lane, at(self.now));
             self.core.answer(running.replies, outcome);
         }
+        // Completing, the shard looks at the time.
+        self.reference.look(self.now);
         self.reference.complete(running.key, len, self.now);
 
         // G4, G10: each caller of this batch, and only they, hear of it now.
@@ -614,6 +1225,10 @@ impl Sim {
             let id = input.id;
             ensure!(self.open.remove(&id), "G4: input {id} answered twice");
             self.answered.insert(id);
+            if self.gone.remove(&id) && self.scenario.config.withdraw_on_drop {
+                // Its caller left after the take: sent all the same.
+                self.summary.sent_after_drop += 1;
+            }
             let Some(mut answer) = self.callers.remove(&id) else {
                 continue;
             };
@@ -673,6 +1288,8 @@ impl Sim {
         trace!(self, "caller of input {id} drops its future");
         self.callers.remove(&id);
         self.summary.dropped_callers += 1;
+        // This moment's events are over: the notice comes later.
+        self.caller_gone(id, 1);
     }
 
     /// After every event: the shard's gauges and counters are the
@@ -690,6 +1307,8 @@ impl Sim {
             reference.batches,
             reference.sent,
             reference.answered,
+            reference.expired,
+            reference.withdrawn,
         );
         let got = (
             stats.lanes,
@@ -701,12 +1320,15 @@ impl Sim {
             stats.batches,
             stats.sent,
             stats.answered,
+            stats.expired,
+            stats.withdrawn,
         );
         ensure!(
             got == expected,
-            "G5/G6: (lanes, waiting, weight, in flight, admitted, refused, batches, sent, answered) \
-             is {got:?}, the reference says {expected:?}"
+            "G5/G6: (lanes, waiting, weight, in flight, admitted, refused, batches, sent, answered, \
+             expired, withdrawn) is {got:?}, the reference says {expected:?}"
         );
+        self.check_accounting()?;
         ensure!(
             stats.waiting <= reference.queueing_max as u64
                 && stats.waiting_weight <= reference.queued_weight_max,
@@ -719,6 +1341,60 @@ impl Sim {
             "{} batches in flight with {} slots",
             self.core.in_flight(),
             reference.slots
+        );
+        Ok(())
+    }
+
+    /// After every event, SPEC §4.2's accounting: every input submitted so
+    /// far is answered, refused, expired, withdrawn or still open, and the
+    /// open ones are exactly those waiting and those in flight; the shard's
+    /// own counters say the same.
+    fn check_accounting(&self) -> Result<(), String> {
+        let in_flight: usize = self.running.iter().map(|r| r.inputs.len()).sum();
+        let waiting = self.reference.waiting();
+        ensure!(
+            self.open.len() == waiting + in_flight,
+            "accounting: {} inputs open, but {waiting} wait and {in_flight} are in flight",
+            self.open.len()
+        );
+        let (answered, refused, expired, withdrawn, open) = (
+            self.answered.len(),
+            self.refused.len(),
+            self.expired.len(),
+            self.withdrawn.len(),
+            self.open.len(),
+        );
+        ensure!(
+            self.submitted as usize == answered + refused + expired + withdrawn + open,
+            "accounting: {} submitted, but {answered} answered + {refused} refused + {expired} \
+             expired + {withdrawn} withdrawn + {open} open",
+            self.submitted
+        );
+        let stats = self.core.stats();
+        ensure!(
+            stats.admitted + stats.refused + self.refused_at_intake == self.submitted,
+            "accounting: the shard admitted {} and refused {} (and the intake {}) of {} submitted",
+            stats.admitted,
+            stats.refused,
+            self.refused_at_intake,
+            self.submitted
+        );
+        ensure!(
+            stats.admitted
+                == stats.answered
+                    + stats.expired
+                    + stats.withdrawn
+                    + stats.waiting
+                    + (stats.sent - stats.answered)
+                && stats.sent - stats.answered == in_flight as u64,
+            "accounting: the shard admitted {}, answered {}, expired {}, withdrawn {}, has {} \
+             waiting and {} sent but unanswered ({in_flight} in flight)",
+            stats.admitted,
+            stats.answered,
+            stats.expired,
+            stats.withdrawn,
+            stats.waiting,
+            stats.sent - stats.answered
         );
         Ok(())
     }
@@ -775,20 +1451,44 @@ impl Sim {
             self.callers.keys().collect::<Vec<_>>()
         );
         let total = self.scenario.arrivals.len();
+        let resolved = [
+            &self.answered,
+            &self.refused,
+            &self.expired,
+            &self.withdrawn,
+        ];
+        let mut all: BTreeSet<u64> = BTreeSet::new();
+        for ids in resolved {
+            all.extend(ids);
+        }
         ensure!(
-            self.answered.len() + self.refused.len() == total
-                && self.answered.is_disjoint(&self.refused),
-            "G4: {} answered + {} refused for {total} inputs",
+            resolved.iter().map(|ids| ids.len()).sum::<usize>() == total && all.len() == total,
+            "G4: {} answered + {} refused + {} expired + {} withdrawn for {total} inputs",
             self.answered.len(),
-            self.refused.len()
+            self.refused.len(),
+            self.expired.len(),
+            self.withdrawn.len()
         );
         let stats = self.core.stats();
         ensure!(
-            stats.admitted == stats.sent && stats.sent == stats.answered,
-            "quiet, but admitted {}, sent {}, answered {}",
+            stats.admitted == stats.answered + stats.expired + stats.withdrawn
+                && stats.sent == stats.answered,
+            "quiet, but admitted {}, sent {}, answered {}, expired {}, withdrawn {}",
             stats.admitted,
             stats.sent,
-            stats.answered
+            stats.answered,
+            stats.expired,
+            stats.withdrawn
+        );
+        ensure!(
+            self.flushes.is_empty(),
+            "flushes never told: {:?}",
+            self.flushes.iter().map(|f| f.number).collect::<Vec<_>>()
+        );
+        ensure!(
+            self.gone.is_empty(),
+            "inputs of gone callers never resolved: {:?}",
+            self.gone
         );
         Ok(())
     }
@@ -934,6 +1634,36 @@ fn every_seed_keeps_g1_to_g10() {
         ("late inputs", summary.late_inputs),
         ("contended dispatches", summary.contended),
         ("inputs open at close", summary.open_at_close),
+        ("plain seeds (no overload setting)", summary.plain_seeds),
+        ("refused KeyFull", summary.refused_key_full),
+        (
+            "KeyFull beside a batch in flight",
+            summary.key_full_beside_a_batch,
+        ),
+        ("expired inputs", summary.expired),
+        ("inputs withdrawn by a notice", summary.withdrawn_by_notice),
+        ("inputs withdrawn at a take", summary.withdrawn_at_take),
+        ("whole batches withdrawn", summary.batches_withdrawn_whole),
+        ("notices past their scan", summary.notices_past_their_scan),
+        ("notices without withdraw_on_drop", summary.notices_ignored),
+        (
+            "inputs sent after their callers left",
+            summary.sent_after_drop,
+        ),
+        (
+            "lanes emptied in the ready line",
+            summary.lanes_emptied_in_line,
+        ),
+        (
+            "emptied lanes given an input",
+            summary.lanes_refilled_in_line,
+        ),
+        ("emptied lanes removed by a take", summary.lanes_reaped),
+        ("flushes told", summary.flushes_told),
+        (
+            "flushes told after waiting",
+            summary.flushes_told_after_waiting,
+        ),
     ];
     for (what, count) in reached {
         assert!(count > 0, "no seed reached {what}: {summary:?}");
@@ -957,4 +1687,64 @@ fn a_seed_replays_the_same_run() {
     for seed in [0, 7, 1_234_567] {
         assert_eq!(play(seed, mode), play(seed, mode), "seed {seed}");
     }
+}
+
+/// The lane case of `lanes_guarantees.rs` reached through the shard's own
+/// core, by withdrawal: with the only slot busy, key 2 is full and in line;
+/// its callers leave and a notice withdraws both inputs. Key 3 fills up
+/// behind it. A lone input then comes for key 2. When the slot frees, key
+/// 3, ready since before that input existed, must go first (G7), and key
+/// 2's input wait for its delay (SPEC §2).
+#[test]
+fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
+    let config = ferry_shard::LanesConfig {
+        max_batch_size: 2,
+        max_batch_delay: at(100),
+        withdraw_on_drop: true,
+        ..ferry_shard::LanesConfig::default()
+    };
+    let mut core = Core::new(config, 1);
+    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> Answer {
+        let (reply, answer) = oneshot::channel();
+        let input = Input {
+            id,
+            key,
+            payload: format!("input {id} of key {key}"),
+            copies: std::sync::Arc::new(()),
+        };
+        core.admit(
+            Submission {
+                hash: key_hash(&key),
+                key,
+                input,
+                rank: 0,
+                weight: 1,
+                reply,
+            },
+            at(now),
+        );
+        answer
+    };
+    let _one = [submit(&mut core, 1, 0, 0), submit(&mut core, 1, 1, 0)];
+    let busy = core.dispatch(at(0)).expect("key 1 is full");
+    let gone = [submit(&mut core, 2, 2, 1), submit(&mut core, 2, 3, 1)];
+    drop(gone);
+    core.withdraw(key_hash(&2));
+    assert_eq!(core.stats().withdrawn, 2, "both inputs of key 2 withdrawn");
+    let _three = [submit(&mut core, 3, 4, 2), submit(&mut core, 3, 5, 2)];
+    let _two = submit(&mut core, 2, 6, 3);
+
+    core.complete(
+        busy.ticket,
+        busy.replies,
+        BatchOutcome::Returned(Ok(vec![0, 0])),
+        at(4),
+    );
+    let next = core.dispatch(at(4)).expect("key 3 is ready");
+    let ids: Vec<u64> = next.inputs.iter().map(|i| i.id).collect();
+    assert_eq!(
+        (next.key, ids),
+        (3, vec![4, 5]),
+        "key 3 was full since 2; key 2's lone input came at 3 and is due at 103"
+    );
 }

@@ -28,6 +28,26 @@
 //!   and the core ends quiet;
 //! - G10: a failed, panicked or miscounted batch fails its own callers only.
 //!
+//! Three quarters of the seeds also play the overload settings (SPEC §4.2),
+//! each on or off by the seed; the others play exactly as before those
+//! settings existed:
+//!
+//! - `max_queue_time`: at each moment the reference says inputs expire,
+//!   `expire` answers exactly those `Expired`, the input handed back
+//!   unchanged, and the core's next deadline is never later than the next
+//!   expiry, whether a slot is free or not;
+//! - `withdraw_on_drop`: callers drop their answer receivers at seeded
+//!   moments, some sending a withdrawal notice a little later, some none. A
+//!   caller gone before its input is taken has it withdrawn, never sent (by
+//!   the notice, if it is among the first inputs of the queue, or by the
+//!   take that forms its batch); one gone after the take has it sent;
+//! - flush requests at seeded moments: each is told exactly once every
+//!   input admitted before it is resolved, not before, and not after the
+//!   event that resolved the last of them;
+//! - after every event: submitted = answered + refused + expired +
+//!   withdrawn + open (waiting or in flight), and the core's counters say
+//!   the same.
+//!
 //! `cargo test` plays seeds `0..1000`. More (or other) seeds:
 //!
 //! ```text
@@ -47,7 +67,7 @@ mod unkeyed_reference;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferry_shard::parts::{BatchOutcome, Fifo, Reply, ShardCore, Submission, Waiter};
@@ -56,7 +76,7 @@ use tokio::sync::oneshot;
 
 use answer::{try_answer, Dropped};
 use rng::Rng;
-use unkeyed_reference::{Bounds, Reference};
+use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 
 /// Seeds played by a plain `cargo test`.
 const SEEDS_DEFAULT: u64 = 1_000;
@@ -69,12 +89,21 @@ const STEPS_MAX: usize = 200_000;
 struct Input {
     id: u64,
     payload: String,
+    /// Shared by every copy of this input: the scenario keeps one, so a
+    /// count of one means no one else (the core, a batch, an answer) holds
+    /// the input any more.
+    copies: Arc<()>,
 }
 
 impl Input {
     /// The output the simulated store gives for this input.
     fn output(&self) -> u64 {
         self.id * 7 + 3
+    }
+
+    /// Whether some copy besides the scenario's own is still alive.
+    fn is_held(&self) -> bool {
+        Arc::strong_count(&self.copies) > 1
     }
 }
 
@@ -98,6 +127,68 @@ struct Arrival {
     weight: u64,
     /// The caller drops its answer receiver right after submitting.
     drops_at_once: bool,
+    /// The caller drops its answer receiver this many ticks after
+    /// submitting.
+    drops_after: Option<u64>,
+}
+
+/// The overload settings and moments of one seed, drawn from a generator
+/// of their own so that a seed with none of them (a *plain* seed) plays
+/// exactly the run it played before they existed.
+#[derive(Clone, Debug, Default)]
+struct Overload {
+    /// `max_queue_time`, in ticks.
+    queue_time: Option<u64>,
+    withdraw_on_drop: bool,
+    /// Percent chance that a caller who drops its receiver sends a
+    /// withdrawal notice, which reaches the shard `0..=notice_lag_max`
+    /// ticks later. The other drops are only found when their batch is
+    /// formed.
+    notice_percent: u64,
+    notice_lag_max: u64,
+    /// Percent of callers who drop their receivers some time after
+    /// submitting.
+    drop_percent: u64,
+    /// When flushes are requested, in ascending order.
+    flush_ticks: Vec<u64>,
+}
+
+impl Overload {
+    fn is_plain(&self) -> bool {
+        self.queue_time.is_none()
+            && !self.withdraw_on_drop
+            && self.notice_percent == 0
+            && self.drop_percent == 0
+            && self.flush_ticks.is_empty()
+    }
+
+    /// A quarter of the seeds are plain; the others turn each setting on
+    /// or off on their own.
+    fn generate(rng: &mut Rng) -> Self {
+        if rng.chance(25) {
+            return Self::default();
+        }
+        let flush_ticks = if rng.chance(60) {
+            let count = rng.range(1, 8);
+            let mut ticks: Vec<u64> = (0..count).map(|_| rng.range(0, 400)).collect();
+            ticks.sort_unstable();
+            ticks
+        } else {
+            Vec::new()
+        };
+        Self {
+            queue_time: rng.chance(50).then(|| rng.range(1, 40)),
+            withdraw_on_drop: rng.chance(60),
+            notice_percent: if rng.chance(80) {
+                rng.range(20, 100)
+            } else {
+                0
+            },
+            notice_lag_max: rng.range(0, 10),
+            drop_percent: rng.range(1, 30),
+            flush_ticks,
+        }
+    }
 }
 
 /// What one seed plays.
@@ -113,10 +204,14 @@ struct Scenario {
     drop_percent: u64,
     /// Latest batch latency, in ticks.
     latency_max: u64,
+    overload: Overload,
 }
 
 impl Scenario {
-    fn generate(rng: &mut Rng) -> Self {
+    /// The scenario of a seed: `rng` draws what plain seeds always drew, in
+    /// the same order; `extra` draws the overload settings and moments.
+    fn generate(rng: &mut Rng, extra: &mut Rng) -> Self {
+        let overload = Overload::generate(extra);
         let batch_size_max = if rng.chance(10) {
             64
         } else {
@@ -138,6 +233,15 @@ impl Scenario {
         } else {
             rng.range(3, 40)
         };
+        // Some seeds end with a burst and no bound to stop it, so that the
+        // queue grows past what one withdrawal notice looks at, and many of
+        // those callers leave.
+        let deep = overload.withdraw_on_drop && extra.chance(30);
+        let (queueing_max, queued_weight_max) = if deep {
+            (1_000_000, u64::MAX)
+        } else {
+            (queueing_max, queued_weight_max)
+        };
         let bounds = Bounds {
             batch_size_max,
             batch_weight_max,
@@ -145,6 +249,7 @@ impl Scenario {
             queued_weight_max,
             delay,
             slots: rng.range(1, 4) as usize,
+            queue_time: overload.queue_time,
         };
         let config = LanesConfig {
             max_batch_size: batch_size_max,
@@ -152,15 +257,23 @@ impl Scenario {
             max_batch_delay: at(delay),
             max_queueing: queueing_max,
             max_queued_weight: queued_weight_max,
+            max_queue_time: overload.queue_time.map(at),
+            withdraw_on_drop: overload.withdraw_on_drop,
             ..LanesConfig::default()
         };
         let burst_percent = rng.range(0, 70);
         let gap_max = rng.range(1, 12);
-        let count = rng.range(10, 150);
+        let count_before_burst = rng.range(10, 150);
+        let count = if deep {
+            count_before_burst + extra.range(150, 300)
+        } else {
+            count_before_burst
+        };
+        let drop_percent = if deep { 40 } else { overload.drop_percent };
         let mut tick = 0;
         let mut arrivals = Vec::with_capacity(count as usize);
         for id in 0..count {
-            if !rng.chance(burst_percent) {
+            if id < count_before_burst && !rng.chance(burst_percent) {
                 tick += rng.range(1, gap_max);
             }
             let weight = if batch_weight_max != u64::MAX && rng.chance(4) {
@@ -173,9 +286,11 @@ impl Scenario {
                 input: Input {
                     id,
                     payload: format!("input {id} of weight {weight}"),
+                    copies: Arc::new(()),
                 },
                 weight,
                 drops_at_once: rng.chance(5),
+                drops_after: extra.chance(drop_percent).then(|| extra.range(0, 40)),
             });
         }
         let close_tick = if rng.chance(10) {
@@ -190,6 +305,7 @@ impl Scenario {
             close_tick,
             drop_percent: rng.range(0, 30),
             latency_max: rng.range(0, 30),
+            overload,
         }
     }
 }
@@ -260,6 +376,24 @@ struct Summary {
     /// Inputs still waiting or in flight when close came.
     open_at_close: u64,
     end_tick: u64,
+    /// Seeds with none of the overload settings.
+    plain_seeds: u64,
+    expired: u64,
+    withdrawn_by_notice: u64,
+    withdrawn_at_take: u64,
+    /// Batches formed of inputs of gone callers only: nothing sent.
+    batches_withdrawn_whole: u64,
+    /// Notices that left an input of a gone caller past the part of the
+    /// queue a notice looks at.
+    notices_past_their_scan: u64,
+    /// Notices while `withdraw_on_drop` is off: they withdraw nothing.
+    notices_ignored: u64,
+    /// Inputs sent although their callers left once they were taken.
+    sent_after_drop: u64,
+    flushes: u64,
+    flushes_told: u64,
+    /// Of those, flushes that had inputs to wait for.
+    flushes_told_after_waiting: u64,
 }
 
 impl Summary {
@@ -281,7 +415,28 @@ impl Summary {
         self.dropped_callers += other.dropped_callers;
         self.open_at_close += other.open_at_close;
         self.end_tick += other.end_tick;
+        self.plain_seeds += other.plain_seeds;
+        self.expired += other.expired;
+        self.withdrawn_by_notice += other.withdrawn_by_notice;
+        self.withdrawn_at_take += other.withdrawn_at_take;
+        self.batches_withdrawn_whole += other.batches_withdrawn_whole;
+        self.notices_past_their_scan += other.notices_past_their_scan;
+        self.notices_ignored += other.notices_ignored;
+        self.sent_after_drop += other.sent_after_drop;
+        self.flushes += other.flushes;
+        self.flushes_told += other.flushes_told;
+        self.flushes_told_after_waiting += other.flushes_told_after_waiting;
     }
+}
+
+/// A flush request and what it waits for.
+struct Flush {
+    number: usize,
+    requested_at: u64,
+    /// Inputs admitted before the request and not resolved yet.
+    awaits: BTreeSet<u64>,
+    waited: bool,
+    told: oneshot::Receiver<()>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -290,6 +445,10 @@ enum Action {
     Complete,
     Dispatch,
     Close,
+    Expire,
+    Notice,
+    Drop,
+    Flush,
 }
 
 struct Sim {
@@ -305,10 +464,27 @@ struct Sim {
     batch_next: u64,
     /// Callers of admitted, unanswered inputs that still wait, by input id.
     callers: BTreeMap<u64, Answer>,
-    /// Admitted inputs not answered yet.
+    /// Admitted inputs not resolved yet (waiting or in flight).
     open: BTreeSet<u64>,
     answered: BTreeSet<u64>,
     refused: BTreeSet<u64>,
+    expired: BTreeSet<u64>,
+    withdrawn: BTreeSet<u64>,
+    /// Open inputs whose callers dropped their receivers.
+    gone: BTreeSet<u64>,
+    /// Inputs submitted so far, and of those refused by the closed intake
+    /// before the core saw them.
+    submitted: u64,
+    refused_at_intake: u64,
+    /// Draws for the overload moments during the run, so that plain seeds
+    /// draw from `rng` exactly as before.
+    extra: Rng,
+    /// Callers who will drop their receivers: (tick, input id).
+    drops: Vec<(u64, u64)>,
+    /// Withdrawal notices on their way to the core, by arrival tick.
+    notices: Vec<u64>,
+    flush_next: usize,
+    flushes: Vec<Flush>,
     /// Admitted inputs, in admission order, and sent inputs, in the order
     /// their batches started: FIFO says they end up equal.
     admitted_order: Vec<u64>,
@@ -336,7 +512,8 @@ macro_rules! ensure {
 impl Sim {
     fn new(seed: u64, trace: bool) -> Self {
         let mut rng = Rng::new(seed);
-        let scenario = Scenario::generate(&mut rng);
+        let mut extra = Rng::new(seed ^ 0x0ee1_0ad5_eed5_0f7e);
+        let scenario = Scenario::generate(&mut rng, &mut extra);
         let reference = Reference::new(scenario.bounds.clone());
         let core = Core::new(scenario.config.clone(), scenario.bounds.slots);
         Self {
@@ -354,6 +531,16 @@ impl Sim {
             open: BTreeSet::new(),
             answered: BTreeSet::new(),
             refused: BTreeSet::new(),
+            expired: BTreeSet::new(),
+            withdrawn: BTreeSet::new(),
+            gone: BTreeSet::new(),
+            submitted: 0,
+            refused_at_intake: 0,
+            extra,
+            drops: Vec::new(),
+            notices: Vec::new(),
+            flush_next: 0,
+            flushes: Vec::new(),
             admitted_order: Vec::new(),
             sent_order: Vec::new(),
             summary: Summary::default(),
@@ -364,12 +551,14 @@ impl Sim {
     fn run(mut self) -> Result<Summary, String> {
         if self.trace {
             eprintln!(
-                "scenario: {:?}, {} inputs, close at {:?}",
+                "scenario: {:?}, {} inputs, close at {:?}, {:?}",
                 self.scenario.bounds,
                 self.scenario.arrivals.len(),
-                self.close_tick
+                self.close_tick,
+                self.scenario.overload
             );
         }
+        self.summary.plain_seeds = u64::from(self.scenario.overload.is_plain());
         let mut steps = 0;
         loop {
             // Everything due now, in a seeded order; dispatch is tried until
@@ -395,6 +584,19 @@ impl Sim {
                 if !dispatch_tried {
                     enabled.push(Action::Dispatch);
                 }
+                // The overload events; none is ever enabled in a plain seed.
+                if self.reference.next_expiry().is_some_and(|t| t <= self.now) {
+                    enabled.push(Action::Expire);
+                }
+                if self.notices.iter().any(|&t| t <= self.now) {
+                    enabled.push(Action::Notice);
+                }
+                if self.drops.iter().any(|&(t, _)| t <= self.now) {
+                    enabled.push(Action::Drop);
+                }
+                if self.flush_due() {
+                    enabled.push(Action::Flush);
+                }
                 if enabled.is_empty() {
                     break;
                 }
@@ -404,13 +606,13 @@ impl Sim {
                     Action::Admit => self.admit()?,
                     Action::Complete => self.complete()?,
                     Action::Close => self.close(),
-                    Action::Dispatch => {
-                        if !self.dispatch()? {
-                            dispatch_tried = true;
-                            continue;
-                        }
-                    }
+                    Action::Dispatch => dispatch_tried = !self.dispatch()?,
+                    Action::Expire => self.expire()?,
+                    Action::Notice => self.notice()?,
+                    Action::Drop => self.drop_due_caller(),
+                    Action::Flush => self.flush(),
                 }
+                self.settle_flushes()?;
                 self.check_counts()?;
             }
             self.check_quiet_moment()?;
@@ -448,7 +650,20 @@ impl Sim {
     }
 
     fn all_done(&self) -> bool {
-        self.arrival_next == self.scenario.arrivals.len() && self.running.is_empty() && self.closed
+        self.arrival_next == self.scenario.arrivals.len()
+            && self.running.is_empty()
+            && self.closed
+            && self.drops.is_empty()
+            && self.notices.is_empty()
+            && self.flush_next == self.scenario.overload.flush_ticks.len()
+    }
+
+    fn flush_due(&self) -> bool {
+        self.scenario
+            .overload
+            .flush_ticks
+            .get(self.flush_next)
+            .is_some_and(|&t| t <= self.now)
     }
 
     /// The next moment something happens, checking on the way that, while a
@@ -467,6 +682,14 @@ impl Sim {
                  the core's next deadline is {deadline:?}"
             );
         }
+        // Expiry does not wait for a slot.
+        let expiry = reference.next_expiry();
+        if let Some(expiry) = expiry {
+            ensure!(
+                deadline.is_some_and(|d| d <= expiry),
+                "max_queue_time: an input expires at {expiry}, the core's next deadline is {deadline:?}"
+            );
+        }
         let candidates = [
             self.scenario
                 .arrivals
@@ -475,6 +698,14 @@ impl Sim {
             self.running.iter().filter_map(|r| r.finish).min(),
             self.close_tick.filter(|_| !self.closed),
             deadline.filter(|&d| d > self.now),
+            expiry,
+            self.notices.iter().copied().min(),
+            self.drops.iter().map(|&(t, _)| t).min(),
+            self.scenario
+                .overload
+                .flush_ticks
+                .get(self.flush_next)
+                .copied(),
         ];
         Ok(candidates.into_iter().flatten().min())
     }
@@ -483,6 +714,7 @@ impl Sim {
         let arrival = self.scenario.arrivals[self.arrival_next].clone();
         self.arrival_next += 1;
         let id = arrival.input.id;
+        self.submitted += 1;
 
         // After close the intake refuses on its own, before the core sees
         // the input; some inputs still reach the core, which must refuse
@@ -490,6 +722,7 @@ impl Sim {
         if self.closed && self.rng.chance(50) {
             trace!(self, "input {id} refused at the closed intake");
             self.refused.insert(id);
+            self.refused_at_intake += 1;
             self.summary.refused_closed += 1;
             return Ok(());
         }
@@ -558,9 +791,46 @@ impl Sim {
                 self.open.insert(id);
                 self.admitted_order.push(id);
                 self.summary.admitted += 1;
+                if !caller_waits {
+                    self.caller_gone(id, 0);
+                }
+                if let Some(after) = arrival.drops_after {
+                    self.drops.push((self.now + after, id));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The caller of open input `id` dropped its receiver: with
+    /// `withdraw_on_drop` the input is now the core's to withdraw, if it
+    /// still waits, and a notice may be on its way, arriving at least
+    /// `lag_min` ticks later.
+    fn caller_gone(&mut self, id: u64, lag_min: u64) {
+        if !self.open.contains(&id) {
+            return;
+        }
+        self.gone.insert(id);
+        let overload = &self.scenario.overload;
+        if overload.notice_percent > 0 && self.extra.chance(overload.notice_percent) {
+            let lag = lag_min + self.extra.range(0, overload.notice_lag_max);
+            self.notices.push(self.now + lag);
+        }
+    }
+
+    /// A caller whose time came drops its receiver.
+    fn drop_due_caller(&mut self) {
+        let at_ = self
+            .drops
+            .iter()
+            .position(|&(t, _)| t <= self.now)
+            .expect("a drop is due");
+        let (_, id) = self.drops.swap_remove(at_);
+        if self.callers.remove(&id).is_some() {
+            trace!(self, "caller of input {id} drops its answer receiver");
+            self.summary.dropped_callers += 1;
+            self.caller_gone(id, 0);
+        }
     }
 
     /// G4: a refused input is handed back at once, unchanged, with the
@@ -598,15 +868,37 @@ impl Sim {
     /// be exactly when the reference has none ready or no slot free.
     fn dispatch(&mut self) -> Result<bool, String> {
         let must = self.reference.must_dispatch(self.now);
+        let ready_before = self.reference.is_ready(self.now);
         let only_due = self.reference.only_due(self.now);
-        let Some(dispatch) = self.core.dispatch(at(self.now)) else {
+        let (_, cut_by_weight) = self.reference.expected_batch();
+        let (waiting_before, in_flight_before) =
+            (self.reference.waiting.len(), self.reference.in_flight);
+        let slot_free = in_flight_before < self.reference.bounds.slots;
+        let beside_another = in_flight_before > 0;
+        // What the take may withdraw: waiting inputs of gone callers.
+        let withdrawable: BTreeSet<u64> = if self.scenario.config.withdraw_on_drop {
+            let waiting: BTreeSet<u64> = self.reference.waiting.iter().map(|w| w.id).collect();
+            self.gone.intersection(&waiting).copied().collect()
+        } else {
+            BTreeSet::new()
+        };
+        let withdrawn_before = self.core.stats().withdrawn;
+        let dispatch = self.core.dispatch(at(self.now));
+        // With a slot free the core takes while a batch is ready; with
+        // none it does not look.
+        let want = if slot_free {
+            self.reference.take(self.now, &withdrawable)
+        } else {
+            Take::default()
+        };
+        self.check_withdrawn_at_take(&want, &withdrawable, withdrawn_before)?;
+        let Some(dispatch) = dispatch else {
             ensure!(
-                !must,
-                "slots: a batch is ready ({} waiting) and {} of {} slots are busy, \
-                 but the core dispatched nothing",
-                self.reference.waiting.len(),
-                self.reference.in_flight,
-                self.reference.bounds.slots
+                want.sent.is_none(),
+                "slots: a batch is ready ({waiting_before} waiting) and {in_flight_before} of {} \
+                 slots are busy, but the core dispatched nothing; the reference sends {:?}",
+                self.reference.bounds.slots,
+                want.sent
             );
             return Ok(false);
         };
@@ -614,10 +906,9 @@ impl Sim {
         trace!(self, "dispatch {ids:?}");
         ensure!(
             must,
-            "slots/latency: dispatched {ids:?} with {} of {} slots busy, ready: {}",
-            self.reference.in_flight,
-            self.reference.bounds.slots,
-            self.reference.is_ready(self.now)
+            "slots/latency: dispatched {ids:?} with {in_flight_before} of {} slots busy, \
+             ready: {ready_before}",
+            self.reference.bounds.slots
         );
         ensure!(
             dispatch.replies.len() == ids.len(),
@@ -638,20 +929,25 @@ impl Sim {
                 input.id
             );
         }
-        let (expected, cut_by_weight) = self.reference.expected_batch();
+        let expected = want.sent.clone().unwrap_or_default();
         ensure!(
             ids == expected,
-            "FIFO: sent {ids:?}; the front of the queue, as much as fits, is {expected:?}"
+            "FIFO: sent {ids:?}; the front of the queue, as much as fits, less the inputs of \
+             gone callers, is {expected:?} (the take withdraws {:?})",
+            want.withdrawn
         );
-        if self.reference.in_flight > 0 {
+        if beside_another {
             self.summary.batches_beside_another += 1;
         }
-        self.reference.dispatch(&ids);
         self.sent_order.extend(&ids);
         self.summary.batches += 1;
         self.summary.batches_grouped += u64::from(ids.len() > 1);
-        self.summary.batches_cut_by_weight += u64::from(cut_by_weight);
-        self.summary.batches_due += u64::from(only_due);
+        // Whether the batch was cut short, or went only because it was due,
+        // is known of the first batch the take formed.
+        if want.withdrawn.is_empty() {
+            self.summary.batches_cut_by_weight += u64::from(cut_by_weight);
+            self.summary.batches_due += u64::from(only_due);
+        }
 
         let batch = self.batch_next;
         self.batch_next += 1;
@@ -671,6 +967,263 @@ impl Sim {
             finish,
         });
         Ok(true)
+    }
+
+    /// The inputs the core let go of in a take are exactly those the
+    /// reference withdraws, and it counts them.
+    fn check_withdrawn_at_take(
+        &mut self,
+        want: &Take,
+        withdrawable: &BTreeSet<u64>,
+        withdrawn_before: u64,
+    ) -> Result<(), String> {
+        let counted = self.core.stats().withdrawn - withdrawn_before;
+        ensure!(
+            counted == want.withdrawn.len() as u64,
+            "withdraw_on_drop: the core counts {counted} withdrawn at a take; the reference \
+             withdraws {:?}",
+            want.withdrawn
+        );
+        for &id in withdrawable {
+            let held = self.scenario.arrivals[id as usize].input.is_held();
+            ensure!(
+                held != want.withdrawn.contains(&id),
+                "withdraw_on_drop: after a take, input {id} of a gone caller is {} by the core; \
+                 the reference withdraws {:?}",
+                if held { "still held" } else { "let go" },
+                want.withdrawn
+            );
+        }
+        if !want.withdrawn.is_empty() {
+            trace!(self, "the take withdraws {:?}", want.withdrawn);
+        }
+        self.resolve_withdrawn(&want.withdrawn);
+        self.summary.withdrawn_at_take += want.withdrawn.len() as u64;
+        self.summary.batches_withdrawn_whole += want.batches_withdrawn_whole;
+        Ok(())
+    }
+
+    /// `ids` were withdrawn: never sent, resolved.
+    fn resolve_withdrawn(&mut self, ids: &[u64]) {
+        for &id in ids {
+            let was_open = self.open.remove(&id);
+            debug_assert!(was_open, "input {id} withdrawn but not open");
+            self.gone.remove(&id);
+            self.withdrawn.insert(id);
+        }
+    }
+
+    /// The inputs whose queue time passed are answered `Expired`, exactly
+    /// those the reference names, each handed back unchanged.
+    fn expire(&mut self) -> Result<(), String> {
+        let expected = self.reference.expire(self.now);
+        let before = self.core.stats().expired;
+        self.core.expire(at(self.now));
+        let counted = self.core.stats().expired - before;
+        ensure!(
+            counted == expected.len() as u64,
+            "max_queue_time: {counted} inputs expired, the reference expects {expected:?}"
+        );
+        trace!(self, "expired: {expected:?}");
+        for &id in &expected {
+            ensure!(
+                self.open.remove(&id),
+                "G4: input {id} expired but it was not open"
+            );
+            self.expired.insert(id);
+            self.gone.remove(&id);
+            if let Some(mut answer) = self.callers.remove(&id) {
+                let original = &self.scenario.arrivals[id as usize].input;
+                match try_answer(&mut answer) {
+                    Ok(Some(Err(FerryError::Expired { input }))) => {
+                        ensure!(
+                            input == *original,
+                            "G4: input {id} handed back changed: {input:?}"
+                        );
+                    }
+                    other => {
+                        return Err(format!(
+                            "max_queue_time: input {id} expired; its caller got {other:?}"
+                        ))
+                    }
+                }
+            }
+            ensure!(
+                !self.scenario.arrivals[id as usize].input.is_held(),
+                "max_queue_time: input {id} expired but is still held"
+            );
+        }
+        self.summary.expired += expected.len() as u64;
+        Ok(())
+    }
+
+    /// A withdrawal notice reaches the core: with `withdraw_on_drop`, the
+    /// inputs of gone callers among the first ones of the queue are
+    /// withdrawn, and no other; without, nothing.
+    fn notice(&mut self) -> Result<(), String> {
+        let due = self
+            .notices
+            .iter()
+            .position(|&t| t <= self.now)
+            .expect("a notice is due");
+        self.notices.swap_remove(due);
+        let withdraws = self.scenario.config.withdraw_on_drop;
+        let gone_waiting: Vec<u64> = self
+            .reference
+            .waiting
+            .iter()
+            .map(|w| w.id)
+            .filter(|id| self.gone.contains(id))
+            .collect();
+        let expected = if withdraws {
+            self.reference.notice(&self.gone)
+        } else {
+            Vec::new()
+        };
+        let before = self.core.stats().withdrawn;
+        self.core.withdraw(0);
+        let counted = self.core.stats().withdrawn - before;
+        trace!(self, "notice: withdraws {expected:?}");
+        ensure!(
+            counted == expected.len() as u64,
+            "withdraw_on_drop: a notice withdrew {counted} inputs; the reference expects \
+             {expected:?} (the first {NOTICE_SCAN} waiting whose callers are gone)"
+        );
+        for &id in &gone_waiting {
+            let held = self.scenario.arrivals[id as usize].input.is_held();
+            ensure!(
+                held != expected.contains(&id),
+                "withdraw_on_drop: after a notice, input {id} is {} by the core; the reference \
+                 withdraws {expected:?}",
+                if held { "still held" } else { "let go" }
+            );
+        }
+        self.resolve_withdrawn(&expected);
+        self.summary.withdrawn_by_notice += expected.len() as u64;
+        self.summary.notices_ignored += u64::from(!withdraws);
+        self.summary.notices_past_their_scan +=
+            u64::from(withdraws && gone_waiting.len() > expected.len());
+        Ok(())
+    }
+
+    /// A flush is requested: it waits for every input open now.
+    fn flush(&mut self) {
+        let number = self.flush_next;
+        self.flush_next += 1;
+        let (reply, told) = oneshot::channel();
+        self.core.flush(reply);
+        trace!(self, "flush {number} waits for {:?}", self.open);
+        self.flushes.push(Flush {
+            number,
+            requested_at: self.now,
+            awaits: self.open.clone(),
+            waited: !self.open.is_empty(),
+            told,
+        });
+        self.summary.flushes += 1;
+    }
+
+    /// After every event: the flushes the core completed are told (as the
+    /// shard loop does once the stats are published), and each flush has
+    /// been told exactly if every input admitted before it is resolved:
+    /// not before, and not after the event that resolved the last of them.
+    fn settle_flushes(&mut self) -> Result<(), String> {
+        for reply in self.core.take_flushed() {
+            ensure!(
+                reply.send(()).is_ok(),
+                "flush: a request completed twice, or after its caller left"
+            );
+        }
+        let mut at_ = 0;
+        while at_ < self.flushes.len() {
+            let flush = &mut self.flushes[at_];
+            flush.awaits.retain(|id| self.open.contains(id));
+            let told = match try_answer(&mut flush.told) {
+                Ok(told) => told.is_some(),
+                Err(Dropped) => {
+                    return Err(format!(
+                        "flush {} (requested at {}) dropped without being told",
+                        flush.number, flush.requested_at
+                    ))
+                }
+            };
+            ensure!(
+                told == flush.awaits.is_empty(),
+                "flush {} (requested at {}): {}",
+                flush.number,
+                flush.requested_at,
+                if told {
+                    format!(
+                        "told while {:?}, admitted before it, are unresolved",
+                        flush.awaits
+                    )
+                } else {
+                    "not told, though every input admitted before it is resolved".to_string()
+                }
+            );
+            if told {
+                self.summary.flushes_told += 1;
+                self.summary.flushes_told_after_waiting += u64::from(flush.waited);
+                self.flushes.swap_remove(at_);
+            } else {
+                at_ += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// After every event, SPEC §4.2's accounting: every input submitted so
+    /// far is answered, refused, expired, withdrawn or still open, and the
+    /// open ones are exactly those waiting and those in flight; the core's
+    /// own counters say the same.
+    fn check_accounting(&self) -> Result<(), String> {
+        let in_flight: usize = self.running.iter().map(|r| r.inputs.len()).sum();
+        let waiting = self.reference.waiting.len();
+        ensure!(
+            self.open.len() == waiting + in_flight,
+            "accounting: {} inputs open, but {waiting} wait and {in_flight} are in flight",
+            self.open.len()
+        );
+        let (answered, refused, expired, withdrawn, open) = (
+            self.answered.len(),
+            self.refused.len(),
+            self.expired.len(),
+            self.withdrawn.len(),
+            self.open.len(),
+        );
+        ensure!(
+            self.submitted as usize == answered + refused + expired + withdrawn + open,
+            "accounting: {} submitted, but {answered} answered + {refused} refused + {expired} \
+             expired + {withdrawn} withdrawn + {open} open",
+            self.submitted
+        );
+        let stats = self.core.stats();
+        ensure!(
+            stats.admitted + stats.refused + self.refused_at_intake == self.submitted,
+            "accounting: the core admitted {} and refused {} (and the intake {}) of {} submitted",
+            stats.admitted,
+            stats.refused,
+            self.refused_at_intake,
+            self.submitted
+        );
+        ensure!(
+            stats.admitted
+                == stats.answered
+                    + stats.expired
+                    + stats.withdrawn
+                    + stats.waiting
+                    + (stats.sent - stats.answered)
+                && stats.sent - stats.answered == in_flight as u64,
+            "accounting: the core admitted {}, answered {}, expired {}, withdrawn {}, has {} \
+             waiting and {} sent but unanswered ({in_flight} in flight)",
+            stats.admitted,
+            stats.answered,
+            stats.expired,
+            stats.withdrawn,
+            stats.waiting,
+            stats.sent - stats.answered
+        );
+        Ok(())
     }
 
     fn complete(&mut self) -> Result<(), String> {
@@ -713,6 +1266,10 @@ impl Sim {
             let id = input.id;
             ensure!(self.open.remove(&id), "G4: input {id} answered twice");
             self.answered.insert(id);
+            if self.gone.remove(&id) && self.scenario.config.withdraw_on_drop {
+                // Its caller left after the take: sent all the same.
+                self.summary.sent_after_drop += 1;
+            }
             let Some(mut answer) = self.callers.remove(&id) else {
                 continue;
             };
@@ -790,6 +1347,8 @@ impl Sim {
         trace!(self, "caller of input {id} drops its answer receiver");
         self.callers.remove(&id);
         self.summary.dropped_callers += 1;
+        // This moment's events are over: the notice comes later.
+        self.caller_gone(id, 1);
     }
 
     /// After every event: the core's gauges and counters are the
@@ -807,6 +1366,8 @@ impl Sim {
             reference.batches,
             reference.sent,
             reference.answered,
+            reference.expired,
+            reference.withdrawn,
         );
         let got = (
             stats.lanes,
@@ -818,12 +1379,15 @@ impl Sim {
             stats.batches,
             stats.sent,
             stats.answered,
+            stats.expired,
+            stats.withdrawn,
         );
         ensure!(
             got == expected,
-            "G6: (lanes, waiting, weight, in flight, admitted, refused, batches, sent, answered) \
-             is {got:?}, the reference says {expected:?}"
+            "G6: (lanes, waiting, weight, in flight, admitted, refused, batches, sent, answered, \
+             expired, withdrawn) is {got:?}, the reference says {expected:?}"
         );
+        self.check_accounting()?;
         let bounds = &reference.bounds;
         ensure!(
             stats.waiting <= bounds.queueing_max as u64
@@ -879,26 +1443,58 @@ impl Sim {
             self.callers.keys().collect::<Vec<_>>()
         );
         let total = self.scenario.arrivals.len();
+        let resolved = [
+            &self.answered,
+            &self.refused,
+            &self.expired,
+            &self.withdrawn,
+        ];
+        let mut all: BTreeSet<u64> = BTreeSet::new();
+        for ids in resolved {
+            all.extend(ids);
+        }
         ensure!(
-            self.answered.len() + self.refused.len() == total
-                && self.answered.is_disjoint(&self.refused),
-            "G4: {} answered + {} refused for {total} inputs",
+            resolved.iter().map(|ids| ids.len()).sum::<usize>() == total && all.len() == total,
+            "G4: {} answered + {} refused + {} expired + {} withdrawn for {total} inputs",
             self.answered.len(),
-            self.refused.len()
+            self.refused.len(),
+            self.expired.len(),
+            self.withdrawn.len()
         );
+        // What was sent is what was admitted, in admission order, less what
+        // expired or was withdrawn.
+        let admitted_sent: Vec<u64> = self
+            .admitted_order
+            .iter()
+            .copied()
+            .filter(|id| !self.expired.contains(id) && !self.withdrawn.contains(id))
+            .collect();
         ensure!(
-            self.sent_order == self.admitted_order,
-            "FIFO: sent {:?}, admitted {:?}",
+            self.sent_order == admitted_sent,
+            "FIFO: sent {:?}, admitted (less expired and withdrawn) {:?}",
             self.sent_order,
-            self.admitted_order
+            admitted_sent
         );
         let stats = self.core.stats();
         ensure!(
-            stats.admitted == stats.sent && stats.sent == stats.answered,
-            "quiet, but admitted {}, sent {}, answered {}",
+            stats.admitted == stats.answered + stats.expired + stats.withdrawn
+                && stats.sent == stats.answered,
+            "quiet, but admitted {}, sent {}, answered {}, expired {}, withdrawn {}",
             stats.admitted,
             stats.sent,
-            stats.answered
+            stats.answered,
+            stats.expired,
+            stats.withdrawn
+        );
+        ensure!(
+            self.flushes.is_empty(),
+            "flushes never told: {:?}",
+            self.flushes.iter().map(|f| f.number).collect::<Vec<_>>()
+        );
+        ensure!(
+            self.gone.is_empty(),
+            "inputs of gone callers never resolved: {:?}",
+            self.gone
         );
         Ok(())
     }
@@ -1022,6 +1618,22 @@ fn every_seed_keeps_fifo_slots_and_g4_g6_g9_g10() {
         ("batches hung until close", summary.hung_until_close),
         ("dropped callers", summary.dropped_callers),
         ("inputs open at close", summary.open_at_close),
+        ("plain seeds (no overload setting)", summary.plain_seeds),
+        ("expired inputs", summary.expired),
+        ("inputs withdrawn by a notice", summary.withdrawn_by_notice),
+        ("inputs withdrawn at a take", summary.withdrawn_at_take),
+        ("whole batches withdrawn", summary.batches_withdrawn_whole),
+        ("notices past their scan", summary.notices_past_their_scan),
+        ("notices without withdraw_on_drop", summary.notices_ignored),
+        (
+            "inputs sent after their callers left",
+            summary.sent_after_drop,
+        ),
+        ("flushes told", summary.flushes_told),
+        (
+            "flushes told after waiting",
+            summary.flushes_told_after_waiting,
+        ),
     ];
     for (what, count) in reached {
         assert!(count > 0, "no seed reached {what}: {summary:?}");

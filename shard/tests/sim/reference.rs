@@ -1,10 +1,18 @@
 //! The reference the shard is checked against, written from the spec (SPEC
-//! §1, §2) and sharing no code with `Lanes` or `ShardCore`: each key's
-//! waiting inputs are a plain `Vec`, scanned and sorted on demand, and
+//! §1, §2, §3, §4.2) and sharing no code with `Lanes` or `ShardCore`: each
+//! key's waiting inputs are a plain `Vec`, scanned and sorted on demand, and
 //! readiness is computed from its definition (full, due, closed) with the
 //! moment it began, not from any ready line.
+//!
+//! Inputs also leave a lane without a batch, by expiry or withdrawal. A
+//! lane in the ready line stays there whatever leaves it (it was ready),
+//! and one emptied there keeps its place until a take reaches it; an input
+//! admitted for its key meanwhile joins it, ready at once (the documented
+//! behaviour of `Lanes`, see `lanes.rs`). A lane the shard has not yet put
+//! in line is ready only by its definition, which is worked out again from
+//! what is left; emptied, it is gone at once (G5).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ferry_shard::Refused;
 
@@ -29,10 +37,10 @@ pub struct Lane {
     pub idle_since: u64,
     /// When the lane became ready by the spec's definition, once it is.
     pub ready_since: Option<u64>,
-    /// When the shard could first have seen it ready: at once if it became
-    /// ready by an event (an input that filled it, its batch completing,
-    /// close, no delay), but a lane that became due while no slot was free
-    /// only when a slot was next looked for.
+    /// When the shard put it in its ready line: at once if it became ready
+    /// by an event (an input that filled it, its batch completing, close,
+    /// no delay), but a lane that became due by time only when the shard
+    /// next looked at the time (see [`Reference::look`]).
     pub seen_since: Option<u64>,
 }
 
@@ -53,6 +61,8 @@ pub struct Reference {
     pub batch_weight_max: u64,
     pub queueing_max: usize,
     pub queued_weight_max: u64,
+    pub queueing_per_key_max: usize,
+    pub queue_time: Option<u64>,
     pub delay: u64,
     pub slots: usize,
     pub lanes: BTreeMap<u32, Lane>,
@@ -64,7 +74,14 @@ pub struct Reference {
     pub batches: u64,
     pub sent: u64,
     pub answered: u64,
+    pub expired: u64,
+    pub withdrawn: u64,
 }
+
+/// How far into a key's lane a withdrawal notice looks for inputs whose
+/// callers are gone (the shard's documented bound, `WITHDRAW_SCAN` in
+/// `core.rs`).
+pub const NOTICE_SCAN: usize = 128;
 
 impl Reference {
     pub fn new(scenario: &Scenario) -> Self {
@@ -74,6 +91,8 @@ impl Reference {
             batch_weight_max: config.max_batch_weight,
             queueing_max: config.max_queueing,
             queued_weight_max: config.max_queued_weight,
+            queueing_per_key_max: config.max_queueing_per_key,
+            queue_time: scenario.overload.queue_time,
             delay: scenario.delay_ticks,
             slots: scenario.slots,
             lanes: BTreeMap::new(),
@@ -85,6 +104,8 @@ impl Reference {
             batches: 0,
             sent: 0,
             answered: 0,
+            expired: 0,
+            withdrawn: 0,
         }
     }
 
@@ -96,8 +117,12 @@ impl Reference {
         self.lanes.values().map(Lane::weight).sum()
     }
 
-    /// Why the shard must refuse this input now, if it must (G6, G9).
-    pub fn refusal(&self, weight: u64) -> Option<Refused> {
+    /// Why the shard must refuse this input of `key` now, if it must (G6,
+    /// G9, SPEC §3): the first that applies of closed, too heavy, the
+    /// shard's bounds, and the key's own bound, which counts its waiting
+    /// inputs only (not those in flight).
+    pub fn refusal(&self, key: u32, weight: u64) -> Option<Refused> {
+        let key_waiting = self.lanes.get(&key).map_or(0, |lane| lane.waiting.len());
         if self.closed {
             Some(Refused::Closed)
         } else if weight > self.batch_weight_max {
@@ -107,6 +132,8 @@ impl Reference {
                 > u128::from(self.queued_weight_max)
         {
             Some(Refused::Full)
+        } else if key_waiting >= self.queueing_per_key_max {
+            Some(Refused::KeyFull)
         } else {
             None
         }
@@ -127,6 +154,16 @@ impl Reference {
             arrival: now,
             weight,
         });
+    }
+
+    /// `key`'s waiting inputs in lane order: by rank, ties by admission.
+    pub fn lane_order(&self, key: u32) -> Vec<Waiting> {
+        let mut sorted = self
+            .lanes
+            .get(&key)
+            .map_or_else(Vec::new, |lane| lane.waiting.clone());
+        sorted.sort_by_key(|w| (w.rank, w.seq));
+        sorted
     }
 
     /// What the next batch of `key` must hold, by its definition: the
@@ -181,6 +218,115 @@ impl Reference {
         self.closed = true;
     }
 
+    /// The waiting inputs whose queue time has passed by `now`, oldest
+    /// first (by arrival, ties by admission), as (key, id); they leave.
+    pub fn expire(&mut self, now: u64) -> Vec<(u32, u64)> {
+        let Some(queue_time) = self.queue_time else {
+            return Vec::new();
+        };
+        let mut due: Vec<(u64, u64, u32, u64)> = self
+            .lanes
+            .iter()
+            .flat_map(|(&key, lane)| lane.waiting.iter().map(move |w| (key, w)))
+            .filter(|(_, w)| w.arrival + queue_time <= now)
+            .map(|(key, w)| (w.arrival, w.seq, key, w.id))
+            .collect();
+        due.sort_unstable();
+        let expired: Vec<(u32, u64)> = due.into_iter().map(|(_, _, k, id)| (k, id)).collect();
+        for &(key, id) in &expired {
+            self.remove_waiting(key, &[id]);
+        }
+        self.expired += expired.len() as u64;
+        expired
+    }
+
+    /// When the next waiting input expires, if one can.
+    pub fn next_expiry(&self) -> Option<u64> {
+        let queue_time = self.queue_time?;
+        self.lanes
+            .values()
+            .flat_map(|lane| lane.waiting.iter())
+            .map(|w| w.arrival + queue_time)
+            .min()
+    }
+
+    /// What a withdrawal notice for `key` removes: the inputs among the
+    /// first `NOTICE_SCAN` of its lane whose callers are gone.
+    pub fn noticed(&self, key: u32, gone: &BTreeSet<u64>) -> Vec<u64> {
+        self.lane_order(key)
+            .into_iter()
+            .take(NOTICE_SCAN)
+            .filter(|w| gone.contains(&w.id))
+            .map(|w| w.id)
+            .collect()
+    }
+
+    /// Records that `ids` of `key` were withdrawn while waiting.
+    pub fn withdraw(&mut self, key: u32, ids: &[u64]) {
+        self.remove_waiting(key, ids);
+        self.withdrawn += ids.len() as u64;
+    }
+
+    /// `ids` left `key`'s lane without a batch. A lane in the ready line
+    /// stays there as it is; one the shard has not put in line is ready
+    /// again only by what is left, and if nothing is, it is gone.
+    fn remove_waiting(&mut self, key: u32, ids: &[u64]) {
+        if ids.is_empty() {
+            return;
+        }
+        let lane = self.lanes.get_mut(&key).expect("a key with waiting inputs");
+        let before = lane.waiting.len();
+        lane.waiting.retain(|w| !ids.contains(&w.id));
+        assert_eq!(
+            lane.waiting.len() + ids.len(),
+            before,
+            "each id waited once"
+        );
+        if lane.seen_since.is_none() {
+            lane.ready_since = None;
+            if lane.waiting.is_empty() && !lane.busy {
+                self.lanes.remove(&key);
+            }
+        }
+    }
+
+    /// The take that formed a batch of `key` found every input of it
+    /// withdrawn (`ids`): nothing is sent, and the lane is released at
+    /// once, like a batch that completed now.
+    pub fn skip_batch(&mut self, key: u32, ids: &[u64], now: u64) {
+        let lane = self.lanes.get_mut(&key).expect("a taken key has a lane");
+        lane.waiting.retain(|w| !ids.contains(&w.id));
+        lane.ready_since = None;
+        lane.seen_since = None;
+        lane.idle_since = now;
+        self.withdrawn += ids.len() as u64;
+        if lane.waiting.is_empty() {
+            self.lanes.remove(&key);
+        }
+    }
+
+    /// The withdrawn inputs of a batch that still sends others.
+    pub fn withdraw_from_batch(&mut self, key: u32, ids: &[u64]) {
+        let lane = self.lanes.get_mut(&key).expect("a taken key has a lane");
+        lane.waiting.retain(|w| !ids.contains(&w.id));
+        self.withdrawn += ids.len() as u64;
+    }
+
+    /// Keys whose lane was emptied in the ready line and is still there.
+    pub fn emptied_in_line(&self) -> Vec<u32> {
+        self.lanes
+            .iter()
+            .filter(|(_, lane)| !lane.busy && lane.waiting.is_empty())
+            .map(|(&key, _)| key)
+            .collect()
+    }
+
+    /// A take reached `key`'s emptied lane and removed it.
+    pub fn reap(&mut self, key: u32) {
+        let lane = self.lanes.remove(&key).expect("an emptied lane");
+        assert!(lane.waiting.is_empty() && !lane.busy);
+    }
+
     /// When `lane`, idle, became (or becomes) ready given what it holds at
     /// `now`: full, closed or without a delay from the moment it is so; due
     /// at its oldest input's arrival plus the delay (G7, G8).
@@ -233,8 +379,11 @@ impl Reference {
         }
     }
 
-    /// The shard looks for a batch with a slot free: every ready lane is
-    /// seen from now on.
+    /// The shard looks at the time: every lane ready by then is in its
+    /// ready line from now on. It does so whenever it admits an input (or
+    /// refuses one for its key's bound, once the lane is found), completes
+    /// a batch, or looks for one with a slot free; a lane that fell due in
+    /// between joins the line only then.
     pub fn look(&mut self, now: u64) {
         for lane in self.lanes.values_mut() {
             if lane.ready_since.is_some() && lane.seen_since.is_none() {
@@ -254,12 +403,13 @@ impl Reference {
             .min_by_key(|&(_, due)| due)
     }
 
-    /// Ready lanes: (key, ready since, seen since or `u64::MAX`), by the
-    /// time they became ready.
+    /// Ready lanes with inputs: (key, ready since, seen since or
+    /// `u64::MAX`), by the time they became ready.
     pub fn ready(&self) -> Vec<(u32, u64, u64)> {
         let mut ready: Vec<(u32, u64, u64)> = self
             .lanes
             .iter()
+            .filter(|(_, lane)| !lane.waiting.is_empty())
             .filter_map(|(&key, lane)| {
                 let since = lane.ready_since?;
                 Some((key, since, lane.seen_since.unwrap_or(u64::MAX)))

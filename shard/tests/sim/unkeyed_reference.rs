@@ -3,6 +3,14 @@
 //! or `ShardCore`: the waiting inputs are a plain `Vec` in admission order,
 //! every figure is recomputed from it on demand, and readiness comes from
 //! its definition (closed, no delay, full, due), never from a cached flag.
+//!
+//! Inputs also leave without a batch (SPEC §4.2): by expiry, once they have
+//! waited `max_queue_time`, and by withdrawal, when their callers are gone:
+//! a notice withdraws those among the first inputs of the queue, and a take
+//! withdraws those in the batch it forms; a batch left with none goes
+//! nowhere, and the take looks again.
+
+use std::collections::BTreeSet;
 
 use ferry_shard::Refused;
 
@@ -23,6 +31,23 @@ pub struct Bounds {
     pub queued_weight_max: u64,
     pub delay: u64,
     pub slots: usize,
+    /// `max_queue_time`, if set.
+    pub queue_time: Option<u64>,
+}
+
+/// How far into the queue a withdrawal notice looks for inputs whose
+/// callers are gone (the shard's documented bound, `WITHDRAW_SCAN` in
+/// `core.rs`).
+pub const NOTICE_SCAN: usize = 128;
+
+/// What one take does: the inputs it withdraws (every one of gone
+/// callers, in the batches it forms) and the batch it sends, if any.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Take {
+    pub withdrawn: Vec<u64>,
+    /// Batches it formed that held only inputs of gone callers.
+    pub batches_withdrawn_whole: u64,
+    pub sent: Option<Vec<u64>>,
 }
 
 #[derive(Debug)]
@@ -37,6 +62,8 @@ pub struct Reference {
     pub batches: u64,
     pub sent: u64,
     pub answered: u64,
+    pub expired: u64,
+    pub withdrawn: u64,
 }
 
 impl Reference {
@@ -51,6 +78,8 @@ impl Reference {
             batches: 0,
             sent: 0,
             answered: 0,
+            expired: 0,
+            withdrawn: 0,
         }
     }
 
@@ -139,16 +168,6 @@ impl Reference {
         (batch, false)
     }
 
-    /// `ids`, the front of the queue, left in a batch.
-    pub fn dispatch(&mut self, ids: &[u64]) {
-        let front: Vec<u64> = self.waiting.iter().take(ids.len()).map(|w| w.id).collect();
-        assert_eq!(front, ids, "the reference dispatches its own front");
-        self.waiting.drain(..ids.len());
-        self.in_flight += 1;
-        self.batches += 1;
-        self.sent += ids.len() as u64;
-    }
-
     /// A batch of `len` inputs completed.
     pub fn complete(&mut self, len: usize) {
         self.in_flight -= 1;
@@ -157,5 +176,72 @@ impl Reference {
 
     pub fn close(&mut self) {
         self.closed = true;
+    }
+
+    /// The waiting inputs that have waited `max_queue_time` by `now`,
+    /// oldest first; they leave.
+    pub fn expire(&mut self, now: u64) -> Vec<u64> {
+        let Some(queue_time) = self.bounds.queue_time else {
+            return Vec::new();
+        };
+        let mut due: Vec<(u64, usize, u64)> = self
+            .waiting
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.arrival + queue_time <= now)
+            .map(|(admission, w)| (w.arrival, admission, w.id))
+            .collect();
+        due.sort_unstable();
+        let ids: Vec<u64> = due.into_iter().map(|(_, _, id)| id).collect();
+        self.waiting.retain(|w| !ids.contains(&w.id));
+        self.expired += ids.len() as u64;
+        ids
+    }
+
+    /// When the next waiting input expires, if one can.
+    pub fn next_expiry(&self) -> Option<u64> {
+        let queue_time = self.bounds.queue_time?;
+        self.waiting.iter().map(|w| w.arrival + queue_time).min()
+    }
+
+    /// What a withdrawal notice removes: the inputs among the first
+    /// `NOTICE_SCAN` waiting whose callers are gone. They leave.
+    pub fn notice(&mut self, gone: &BTreeSet<u64>) -> Vec<u64> {
+        let ids: Vec<u64> = self
+            .waiting
+            .iter()
+            .take(NOTICE_SCAN)
+            .map(|w| w.id)
+            .filter(|id| gone.contains(id))
+            .collect();
+        self.waiting.retain(|w| !ids.contains(&w.id));
+        self.withdrawn += ids.len() as u64;
+        ids
+    }
+
+    /// A take at `now` with a slot free, the callers of `gone` having left
+    /// (empty unless inputs are withdrawn on drop): while the queue is
+    /// ready, it forms the front batch; the inputs of gone callers in it
+    /// are withdrawn; if none is left the take looks again, otherwise the
+    /// rest is sent.
+    pub fn take(&mut self, now: u64, gone: &BTreeSet<u64>) -> Take {
+        let mut take = Take::default();
+        while self.is_ready(now) {
+            let (batch, _) = self.expected_batch();
+            let (withdrawn, sent): (Vec<u64>, Vec<u64>) =
+                batch.iter().partition(|id| gone.contains(id));
+            self.waiting.drain(..batch.len());
+            self.withdrawn += withdrawn.len() as u64;
+            take.withdrawn.extend(withdrawn);
+            if !sent.is_empty() {
+                self.in_flight += 1;
+                self.batches += 1;
+                self.sent += sent.len() as u64;
+                take.sent = Some(sent);
+                break;
+            }
+            take.batches_withdrawn_whole += 1;
+        }
+        take
     }
 }
