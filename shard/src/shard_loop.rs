@@ -472,13 +472,21 @@ where
         woke
     }
 
-    /// Keeps one timer armed for the earliest deadline.
+    /// Keeps one timer armed no later than the earliest deadline. A timer
+    /// armed for an earlier moment is kept: it only wakes the loop early,
+    /// for one round that arms the next. Re-arming whenever the earliest
+    /// deadline moves later would cost a timer per round while inputs
+    /// expire one after another (each round's oldest expiry is a little
+    /// later than the last).
     fn arm_timer(&mut self) {
-        let deadline = self.parts.core.borrow_mut().next_deadline();
-        if self.timer.as_ref().map(|(due, _)| Some(*due)) != Some(deadline) {
-            let now = self.parts.clock.read();
-            self.timer = deadline.map(|due| (due, R::timer(due.saturating_sub(now))));
+        let Some(deadline) = self.parts.core.borrow_mut().next_deadline() else {
+            return;
+        };
+        if self.timer.as_ref().is_some_and(|(due, _)| *due <= deadline) {
+            return;
         }
+        let now = self.parts.clock.read();
+        self.timer = Some((deadline, R::timer(deadline.saturating_sub(now))));
     }
 
     /// Which idle stage this wait is in (see `idle.rs`).

@@ -143,11 +143,10 @@ struct Summary {
     /// Inputs sent and answered although their callers dropped their
     /// futures once they were taken.
     sent_after_drop: u64,
-    /// Lanes emptied by expiry or withdrawal while in the ready line, then
-    /// given an input, or removed by a take.
+    /// Lanes emptied by expiry or withdrawal while in the ready line (and
+    /// so removed), and of their keys, those given an input again after.
     lanes_emptied_in_line: u64,
     lanes_refilled_in_line: u64,
-    lanes_reaped: u64,
     flushes: u64,
     flushes_told: u64,
     /// Of those, flushes that had inputs to wait for.
@@ -182,7 +181,6 @@ impl Summary {
         self.sent_after_drop += other.sent_after_drop;
         self.lanes_emptied_in_line += other.lanes_emptied_in_line;
         self.lanes_refilled_in_line += other.lanes_refilled_in_line;
-        self.lanes_reaped += other.lanes_reaped;
         self.flushes += other.flushes;
         self.flushes_told += other.flushes_told;
         self.flushes_told_after_waiting += other.flushes_told_after_waiting;
@@ -607,6 +605,7 @@ impl Sim {
                 );
                 let emptied = self.reference.emptied_in_line().contains(&key);
                 self.summary.lanes_refilled_in_line += u64::from(emptied);
+                self.reference.forget_emptied(key);
                 self.reference.look(self.now);
                 self.reference
                     .admit(key, id, arrival.rank, arrival.weight, self.now);
@@ -673,7 +672,6 @@ impl Sim {
             Vec::new()
         };
         let ready_before = self.reference.ready();
-        let emptied_before = self.reference.emptied_in_line();
         let withdrawn_before = self.core.stats().withdrawn;
         let dispatch = self.core.dispatch(at(self.now));
 
@@ -707,7 +705,6 @@ impl Sim {
                  but they are not a batch of its lane"
             );
         }
-        self.reap_emptied(&emptied_before, &ready_before, slot_free, sent_key)?;
         let Some(dispatch) = dispatch else {
             return Ok(false);
         };
@@ -918,56 +915,6 @@ impl Sim {
             self.summary.batches_withdrawn_whole += 1;
             first = false;
         }
-    }
-
-    /// Lanes emptied in the ready line leave it when a take reaches them;
-    /// the shard's lanes say which did. A take that found nothing to send
-    /// went through the whole line, one that sent a batch through every
-    /// lane in line before it (G5).
-    fn reap_emptied(
-        &mut self,
-        emptied_before: &[u32],
-        ready_before: &[(u32, u64, u64)],
-        slot_free: bool,
-        sent_key: Option<u32>,
-    ) -> Result<(), String> {
-        let sent_seen = sent_key
-            .and_then(|key| self.reference.lanes.get(&key))
-            .and_then(|lane| lane.seen_since);
-        let sent_seen = sent_seen.or_else(|| {
-            let key = sent_key?;
-            ready_before.iter().find(|r| r.0 == key).map(|r| r.2)
-        });
-        for &key in emptied_before {
-            let seen = self.reference.lanes[&key]
-                .seen_since
-                .expect("a lane emptied in the ready line was in it");
-            match self.core.queue().lane_state(&key) {
-                None => {
-                    ensure!(
-                        slot_free,
-                        "key {key}'s emptied lane was removed with every slot busy"
-                    );
-                    trace!(self, "the take removes key {key}'s emptied lane");
-                    self.reference.reap(key);
-                    self.summary.lanes_reaped += 1;
-                }
-                Some(LaneState::Ready) => {
-                    let behind = sent_seen.is_some_and(|sent| sent <= seen);
-                    ensure!(
-                        !slot_free || behind,
-                        "G5: key {key}'s lane, emptied in the ready line (in it since {seen}), \
-                         was passed by a take and not removed"
-                    );
-                }
-                other => {
-                    return Err(format!(
-                        "key {key}'s lane, emptied in the ready line, is {other:?}"
-                    ))
-                }
-            }
-        }
-        Ok(())
     }
 
     /// `ids` were withdrawn: never sent, resolved.
@@ -1658,7 +1605,6 @@ fn every_seed_keeps_g1_to_g10() {
             "emptied lanes given an input",
             summary.lanes_refilled_in_line,
         ),
-        ("emptied lanes removed by a take", summary.lanes_reaped),
         ("flushes told", summary.flushes_told),
         (
             "flushes told after waiting",

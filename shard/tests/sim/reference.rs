@@ -5,12 +5,11 @@
 //! moment it began, not from any ready line.
 //!
 //! Inputs also leave a lane without a batch, by expiry or withdrawal. A
-//! lane in the ready line stays there whatever leaves it (it was ready),
-//! and one emptied there keeps its place until a take reaches it; an input
-//! admitted for its key meanwhile joins it, ready at once (the documented
-//! behaviour of `Lanes`, see `lanes.rs`). A lane the shard has not yet put
-//! in line is ready only by its definition, which is worked out again from
-//! what is left; emptied, it is gone at once (G5).
+//! lane in the ready line stays there while it holds inputs (it was
+//! ready); emptied, in line or not, it is gone at once (G5), and a later
+//! input of its key makes a new lane that waits its turn. A lane the shard
+//! has not yet put in line is ready only by its definition, which is
+//! worked out again from what is left.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -57,6 +56,9 @@ impl Lane {
 
 #[derive(Debug)]
 pub struct Reference {
+    /// Keys whose lane was emptied while in the ready line, not admitted
+    /// since (for the summary).
+    emptied: BTreeSet<u32>,
     pub batch_size_max: usize,
     pub batch_weight_max: u64,
     pub queueing_max: usize,
@@ -96,6 +98,7 @@ impl Reference {
             delay: scenario.delay_ticks,
             slots: scenario.slots,
             lanes: BTreeMap::new(),
+            emptied: BTreeSet::new(),
             closed: false,
             seq_next: 0,
             in_flight: 0,
@@ -282,11 +285,13 @@ impl Reference {
             before,
             "each id waited once"
         );
-        if lane.seen_since.is_none() {
-            lane.ready_since = None;
-            if lane.waiting.is_empty() && !lane.busy {
-                self.lanes.remove(&key);
+        if lane.waiting.is_empty() && !lane.busy {
+            if lane.seen_since.is_some() {
+                self.emptied.insert(key);
             }
+            self.lanes.remove(&key);
+        } else if lane.seen_since.is_none() {
+            lane.ready_since = None;
         }
     }
 
@@ -312,19 +317,15 @@ impl Reference {
         self.withdrawn += ids.len() as u64;
     }
 
-    /// Keys whose lane was emptied in the ready line and is still there.
+    /// Keys whose lane was emptied while in the ready line and that have
+    /// not been admitted an input since.
     pub fn emptied_in_line(&self) -> Vec<u32> {
-        self.lanes
-            .iter()
-            .filter(|(_, lane)| !lane.busy && lane.waiting.is_empty())
-            .map(|(&key, _)| key)
-            .collect()
+        self.emptied.iter().copied().collect()
     }
 
-    /// A take reached `key`'s emptied lane and removed it.
-    pub fn reap(&mut self, key: u32) {
-        let lane = self.lanes.remove(&key).expect("an emptied lane");
-        assert!(lane.waiting.is_empty() && !lane.busy);
+    /// `key` is admitted an input: a lane emptied in line is past.
+    pub fn forget_emptied(&mut self, key: u32) {
+        self.emptied.remove(&key);
     }
 
     /// When `lane`, idle, became (or becomes) ready given what it holds at
