@@ -126,9 +126,11 @@ where
     ///
     /// Callable from any thread; the future is `Send` and works on any
     /// executor. The key is hashed and the input ranked and weighed here, on
-    /// the caller's thread. A refusal (`Full`, `TooHeavy`, `Closed`) is ready
-    /// at once with the input inside. Dropping the future after admission
-    /// does not withdraw the input: it is still sent, its output discarded.
+    /// the caller's thread. A refusal (`Full`, `KeyFull`, `TooHeavy`,
+    /// `Closed`) is ready at once with the input inside. Dropping the future
+    /// after admission does not withdraw the input unless the engine was
+    /// built with [`withdraw_on_drop`](crate::Builder::withdraw_on_drop): it
+    /// is still sent, its output discarded.
     ///
     /// ```
     /// use ferry::Engine;

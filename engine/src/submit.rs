@@ -23,7 +23,7 @@ use ferry_shard::{Answer, FerryError, LocalAnswer, Outcome, Refused};
 /// let submit: Submit<u32, u32, String> = batcher.submit(5);
 /// assert_eq!(futures::executor::block_on(submit), Ok(5));
 /// ```
-#[must_use = "the outcome of the input is in this future (dropping it does not withdraw the input)"]
+#[must_use = "the outcome of the input is in this future (dropping it withdraws the input only with withdraw_on_drop)"]
 pub struct Submit<I, O, E> {
     state: SubmitState<I, O, E>,
 }
@@ -90,7 +90,7 @@ impl<I, O, E> std::fmt::Debug for Submit<I, O, E> {
 /// let local: LocalSubmit<u64, u64, String> = engine.submit_local(1, 2);
 /// assert_eq!(futures::executor::block_on(local), Ok(2));
 /// ```
-#[must_use = "the outcome of the input is in this future (dropping it does not withdraw the input)"]
+#[must_use = "the outcome of the input is in this future (dropping it withdraws the input only with withdraw_on_drop)"]
 pub struct LocalSubmit<I, O, E> {
     state: LocalState<I, O, E>,
 }
