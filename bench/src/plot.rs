@@ -523,37 +523,13 @@ mod tests {
             latency.record(ms * 1_000_000).unwrap();
         }
         RunResult {
-            system: system.to_string(),
-            shards,
-            throughput,
-            mean_batch: 1.0,
-            p50_us: 0.0,
-            p90_us: 0.0,
-            p99_us: 0.0,
-            p999_us: 0.0,
-            max_us: 0.0,
-            conflicts: 0,
-            refused: 0,
-            lost: 0,
             submitted: inputs,
             completed: inputs,
-            failed: 0,
             applied: inputs,
             completed_sum: 0,
             applied_sum: 0,
-            store_late_p50_us: None,
-            store_late_p99_us: None,
-            store_late_max_us: None,
-            cpu_us_per_input: 1.0,
-            server_cpu_us_per_input: None,
-            seconds: 1.0,
-            dozes_per_s: None,
-            parks_per_s: None,
-            runtime: None,
-            expired: 0,
-            timed_out: 0,
-            overload: None,
             latency,
+            ..RunResult::sample(system, shards, throughput)
         }
     }
 

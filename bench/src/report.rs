@@ -521,10 +521,9 @@ pub fn micros(us: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(system: &str, shards: Option<usize>, throughput: f64) -> RunResult {
+impl RunResult {
+    /// A plain result for tests: 10 inputs, all answered and applied.
+    pub(crate) fn sample(system: &str, shards: Option<usize>, throughput: f64) -> RunResult {
         RunResult {
             system: system.to_string(),
             shards,
@@ -558,6 +557,15 @@ mod tests {
             overload: None,
             latency: crate::store::new_histogram(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(system: &str, shards: Option<usize>, throughput: f64) -> RunResult {
+        RunResult::sample(system, shards, throughput)
     }
 
     #[test]
