@@ -79,7 +79,9 @@
 //! ```
 //!
 //! The batch function implements [`BatchFn`]; a shard is named by a
-//! [`ShardId`] and its figures are a [`ShardStats`]; a setting that breaks
+//! [`ShardId`] and its figures are a [`ShardStats`] (its distributions as a
+//! [`Summary`] each, computed from a [`Distribution`] of
+//! [`Distributions`]; see [`Stats`]); a setting that breaks
 //! its rule is a [`ConfigError`]; [`LanesConfig`] holds a shard's bounds as
 //! one value:
 //!
@@ -119,7 +121,7 @@ pub use config::{
 pub use engine::Engine;
 pub use route::route;
 pub use start_error::StartError;
-pub use stats::Stats;
+pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{

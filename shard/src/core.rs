@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::local::LocalSender;
+use crate::observe::{self, Observer};
 use crate::queue::Queue;
 use crate::refused::Refused;
 use crate::stats::ShardStats;
@@ -122,6 +123,8 @@ pub struct ShardCore<Q, I, O, E> {
     spare_replies: Vec<Vec<Reply<I, O, E>>>,
     /// An answer went to a task on this thread (see `take_woke_local`).
     woke_local: bool,
+    /// The distributions, outcomes and refusals recorded (`observe.rs`).
+    observer: Observer,
 }
 
 /// Reply vectors kept for reuse at most. Each holds at most
@@ -150,6 +153,7 @@ where
             stats: ShardStats::default(),
             spare_replies: Vec::new(),
             woke_local: false,
+            observer: Observer::default(),
         }
     }
 
@@ -224,7 +228,7 @@ where
         let Some((input, reply)) = waiter else {
             return;
         };
-        self.stats.refused += 1;
+        self.observer.refused(&mut self.stats, reason);
         reply.send(Err(FerryError::Refused { input, reason }));
     }
 
@@ -236,10 +240,11 @@ where
             return None;
         }
         let spare = &mut self.spare_replies;
+        let observer = &mut self.observer;
         let (ticket, key, (inputs, replies)) = self.queue.take_with(now, |items| {
             let mut inputs = Vec::with_capacity(items.len());
             let mut replies = spare.pop().unwrap_or_default();
-            for (input, reply) in items {
+            for (input, reply) in observer.watch(now, items) {
                 inputs.push(input);
                 replies.push(reply);
             }
@@ -290,6 +295,7 @@ where
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;
+        observe::count_outcome(&mut self.stats, &outcome, expected);
         self.woke_local |= replies.iter().any(Reply::is_local);
         match outcome {
             BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
@@ -321,7 +327,7 @@ where
     /// when the batches are dropped.
     pub fn refuse_waiting(&mut self) {
         for (input, reply) in self.queue.drain_waiting() {
-            self.stats.refused += 1;
+            self.observer.refused(&mut self.stats, Refused::Closed);
             self.stats.admitted -= 1;
             reply.send(Err(FerryError::Refused {
                 input,
@@ -370,6 +376,11 @@ where
         &mut self.stats
     }
 
+    /// The shard's recorder (distributions, outcomes, refusals).
+    pub(crate) fn observer_mut(&mut self) -> &mut Observer {
+        &mut self.observer
+    }
+
     /// Whether an answer went to a task on this shard's thread since the
     /// last call: that task is now ready to run, and the driver should give
     /// the thread to the executor soon rather than keep it.
@@ -384,6 +395,7 @@ where
             waiting: self.queue.waiting() as u64,
             waiting_weight: self.queue.waiting_weight(),
             in_flight: self.in_flight as u64,
+            longest_lane: self.queue.longest_lane() as u64,
             ..self.stats
         }
     }

@@ -32,11 +32,16 @@ mod error;
 mod executor;
 mod fifo;
 mod handle;
+mod histogram;
 mod idle;
 mod intake;
 mod key_hash;
 mod lanes;
 mod local;
+mod longest;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod observe;
 mod on_glommio;
 mod on_tokio;
 mod order;
@@ -46,6 +51,7 @@ mod runtime;
 mod shard_id;
 mod shard_loop;
 mod stats;
+mod trace;
 
 pub use crate::core::Outcome;
 pub use batch_fn::BatchFn;
@@ -55,13 +61,14 @@ pub use error::FerryError;
 pub use handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
 };
+pub use histogram::{Distribution, Summary};
 pub use idle::DOZE_LOOK_EVERY;
 pub use key_hash::key_hash;
 pub use order::{Order, Rank};
 pub use refused::{Refusal, Refused};
 pub use runtime::Runtime;
 pub use shard_id::ShardId;
-pub use stats::{Kind, ShardStats};
+pub use stats::{Distributions, Kind, ShardStats};
 
 /// A shard of per-key batching: one lane per key.
 pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
@@ -78,5 +85,5 @@ pub mod parts {
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
-    pub use crate::queue::Queue;
+    pub use crate::queue::{Queue, Taken};
 }

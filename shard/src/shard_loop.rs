@@ -62,6 +62,7 @@ use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
 use crate::queue::Queue;
 use crate::stats::ShardCounters;
+use crate::trace::{self, BatchSpan};
 
 /// Inputs admitted per round at most, so completions and timers are looked
 /// at regularly even under a flood of input.
@@ -97,6 +98,10 @@ type Finished<T, I, O, E> = (T, Vec<Reply<I, O, E>>, BatchOutcome<O, E>, Duratio
 /// their answers.
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
 type Running<'a, T, I, O, E> = Pin<Box<dyn Future<Output = Finished<T, I, O, E>> + 'a>>;
+
+/// The phases that need the `metrics` feature's exporter reach it here.
+#[cfg(feature = "metrics")]
+type Exporter = crate::metrics::Exporter;
 
 /// The batches out of the queue: running, or finished with their slots
 /// released and their callers not yet answered; and how long batches have
@@ -157,6 +162,9 @@ where
     /// push. (Without one, the stamp decides nothing and the latest
     /// reading will do.)
     stamp_on_pop: bool,
+    /// The figures' way to the `metrics` facade.
+    #[cfg(feature = "metrics")]
+    exporter: Exporter,
     _runtime: PhantomData<R>,
 }
 
@@ -180,6 +188,8 @@ where
             .config()
             .max_batch_delay
             .is_zero();
+        #[cfg(feature = "metrics")]
+        let exporter = Exporter::new(parts.core.borrow_mut().observer_mut().shard());
         Self {
             parts,
             batches: Batches {
@@ -196,6 +206,8 @@ where
             worked_at: Duration::ZERO,
             runtime_woke_at: None,
             stamp_on_pop,
+            #[cfg(feature = "metrics")]
+            exporter,
             _runtime: PhantomData,
         }
     }
@@ -319,11 +331,33 @@ where
         }
     }
 
-    /// Step 7: the stats, for readers on any thread.
-    fn publish(&self) {
-        self.parts
-            .counters
-            .publish(&self.parts.core.borrow().stats());
+    /// Step 7: the stats, for readers on any thread (and, with the
+    /// feature `metrics`, for the `metrics` facade).
+    fn publish(&mut self) {
+        let mut core = self.parts.core.borrow_mut();
+        let stats = core.stats();
+        let histograms = &mut core.observer_mut().histograms;
+        self.parts.counters.publish(&stats, histograms);
+        drop(core);
+        self.export(false);
+    }
+
+    /// Hands the figures to the `metrics` facade, at most once per
+    /// `EXPORT_EVERY` while working, at once when `force`d, when the round
+    /// did nothing, or when the shard is done (see `metrics.rs`).
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn export(&mut self, force: bool) {
+        #[cfg(feature = "metrics")]
+        {
+            let now = self.parts.clock.latest();
+            let force = force || !self.worked || self.is_done();
+            if self.exporter.is_due(now, force) {
+                let mut core = self.parts.core.borrow_mut();
+                let (stats, intake) = (core.stats(), self.parts.intake.len());
+                let histograms = &core.observer_mut().histograms;
+                self.exporter.export(now, &stats, intake, histograms);
+            }
+        }
     }
 
     /// Closed, drained, nothing in flight and nobody left to answer.
@@ -349,6 +383,8 @@ where
             // admitted an input of its own shard meanwhile, stamped later.
             let now = self.parts.clock.latest();
             self.batches.took.record(now.saturating_sub(started));
+            let took = now.saturating_sub(started);
+            self.parts.core.borrow_mut().observer_mut().batch_done(took);
             self.parts.core.borrow_mut().release(ticket, now);
             self.batches.finished.push((replies, outcome));
             any = true;
@@ -376,10 +412,11 @@ where
             };
             self.worked = true;
             let (ticket, replies) = (dispatch.ticket, dispatch.replies);
+            let span = self.batch_span();
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                self.parts.batch_fn.call(dispatch.key, dispatch.inputs)
+                span.in_scope(|| self.parts.batch_fn.call(dispatch.key, dispatch.inputs))
             }));
-            let mut batch: Running<'a, Q::Ticket, I, O, E> = Box::pin(async move {
+            let mut batch: Running<'a, Q::Ticket, I, O, E> = Box::pin(span.attach(async move {
                 let outcome = match call {
                     Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
                         Ok(result) => BatchOutcome::Returned(result),
@@ -387,19 +424,30 @@ where
                     },
                     Err(_) => BatchOutcome::Panicked,
                 };
+                trace::fault(&outcome, replies.len());
                 (ticket, replies, outcome, now)
-            });
+            }));
             let mut cx = Context::from_waker(&self.parts.wakers.bell);
             match batch.as_mut().poll(&mut cx) {
-                Poll::Ready((ticket, replies, outcome, _)) => {
+                Poll::Ready((ticket, replies, outcome, started)) => {
                     self.batches.took.record(Duration::ZERO);
-                    let now = self.parts.clock.latest();
+                    let now = self.parts.clock.read();
                     let mut core = self.parts.core.borrow_mut();
+                    core.observer_mut().batch_done(now.saturating_sub(started));
                     core.complete(ticket, replies, outcome, now);
                 }
                 Poll::Pending => self.batches.running.push(batch),
             }
         }
+    }
+
+    /// The span of the batch just dispatched (feature `tracing`).
+    fn batch_span(&self) -> BatchSpan {
+        BatchSpan::new(|| {
+            let mut core = self.parts.core.borrow_mut();
+            let observer = core.observer_mut();
+            (observer.shard(), observer.last_batch())
+        })
     }
 
     /// Step 8: waits for the next event, in the idle stage that fits.
@@ -410,6 +458,11 @@ where
             self.worked_at = self.parts.clock.latest();
         }
         let stage = self.stage();
+        if stage == Stage::Park {
+            // Nothing may happen for a long time: the metrics are brought
+            // up to date first.
+            self.export(true);
+        }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
             self.worked_at = self.parts.clock.read();
