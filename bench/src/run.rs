@@ -8,7 +8,7 @@
 
 use crate::cpu::process_cpu_time;
 use crate::load::{drive, Load, Progress};
-use crate::report::RunResult;
+use crate::report::{EngineFigures, RunResult};
 use crate::store::{Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
@@ -121,6 +121,10 @@ fn measure<S: System>(
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
+    // Read once closed: every input the run admitted is counted.
+    result.engine = system
+        .engine_stats()
+        .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
     result.server_cpu_us_per_input = server_cpu.map(|time| per_input_us(time, measured.done));
     if measured.gave_up {

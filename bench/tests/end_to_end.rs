@@ -80,6 +80,19 @@ fn ferry_loses_nothing_and_never_conflicts() {
     // answers, and its dozes and parks are reported.
     assert!(result.dozes_per_s.is_some_and(|d| d > 0.0), "{result:?}");
     assert!(result.parks_per_s.is_some(), "{result:?}");
+    // The engine's own figures: batches bigger than one input, none past
+    // the bound; inputs waited while the store held their key's batch.
+    let engine = result.engine.expect("ferry reports its stats()");
+    let bound = settings().max_batch_size as u64;
+    assert!(
+        engine.batch_size_max > 1 && engine.batch_size_max <= bound,
+        "{engine:?}"
+    );
+    assert!(engine.batch_size_p50 <= engine.batch_size_p99, "{engine:?}");
+    assert!(
+        engine.queue_max_us > 0.0 && engine.batch_time_p50_us > 0.0,
+        "{engine:?}"
+    );
 }
 
 #[test]
@@ -104,6 +117,7 @@ fn single_lock_loses_nothing() {
     assert_clean(&result);
     assert_eq!(result.conflicts, 0, "one batch per key, like ferry");
     assert_eq!((result.dozes_per_s, result.parks_per_s), (None, None));
+    assert_eq!(result.engine, None, "only the engine has stats()");
 }
 
 #[test]
