@@ -101,6 +101,20 @@
 //! let err: ConfigError = bounds.validate().unwrap_err();
 //! assert_eq!(err.field, "max_batch_size");
 //! ```
+//!
+//! # Observability
+//!
+//! [`Engine::stats`] (and [`Batcher::stats`]) reads every shard's gauges,
+//! counters and distributions without a lock: batch size and weight, queue
+//! time and batch time as a [`Summary`] each, merged over shards by
+//! [`Stats::total`]. Two Cargo features, off by default and compiled out
+//! when off:
+//!
+//! - `metrics`: the same figures through the `metrics` facade, as `ferry_*`
+//!   series labelled by shard;
+//! - `tracing`: a span per batch, and events for refusals and faults.
+//!
+//! `docs/operating.md` lists them and says what to watch.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

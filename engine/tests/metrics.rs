@@ -125,6 +125,24 @@ fn the_exporter_shows_every_family_and_the_failed_batch() {
         2.0,
         "both shards stopped"
     );
+    // Distributions as Prometheus histograms: cumulative buckets whose
+    // `+Inf` holds every value, and sizes of one input under `le="1"`.
+    let everything = value(&body, "ferry_queue_time_seconds_bucket", &[r#"le="+Inf""#]);
+    assert_eq!(everything, 20.0, "{body}");
+    let ones = value(&body, "ferry_batch_size_bucket", &[r#"le="1""#]);
+    assert_eq!(
+        ones, total.batch_size.count as f64,
+        "one input per batch:\n{body}"
+    );
+    let under_ten_seconds = value(&body, "ferry_batch_time_seconds_bucket", &[r#"le="10""#]);
+    assert_eq!(under_ten_seconds, total.batches as f64, "{body}");
+    // (With no batch delay and an instant store, waits may round to zero.)
+    for sum in [
+        "ferry_queue_time_seconds_sum",
+        "ferry_batch_time_seconds_sum",
+    ] {
+        assert!(body.contains(sum), "{sum} is exported:\n{body}");
+    }
     for family in [
         "ferry_waiting",
         "ferry_in_flight",

@@ -118,6 +118,12 @@ impl Histogram {
     fn mean(&self) -> u64 {
         mean_of(self.sum, self.count)
     }
+
+    /// The sum of the values counted.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn sum(&self) -> u128 {
+        self.sum
+    }
 }
 
 /// What `bucket` is reported as, given the largest value recorded.
@@ -350,8 +356,8 @@ impl Summary {
     /// add, means are weighted, and each percentile is the larger of the
     /// two, which bounds the merged percentile from above (at most the
     /// fraction `1 - q` of either side lies above its own, so of both).
-    /// [`Stats::total`](../ferry/struct.Stats.html#method.total) merges the
-    /// buckets instead, which is exact.
+    /// `Stats::total` (crate `ferry`) merges the buckets instead
+    /// ([`Distribution::merge`]), which is exact.
     ///
     /// ```
     /// use ferry_shard::Summary;

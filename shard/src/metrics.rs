@@ -6,22 +6,28 @@
 //! [`EXPORT_EVERY`] while it works, and at once when a round did nothing,
 //! before it parks, and on its last round, so a quiet shard's metrics are
 //! up to date. Counters and gauges go as increments (a gauge by its change),
-//! so two engines in one process add up. A distribution goes to a
-//! `metrics` histogram as the values of the buckets that grew since the
-//! last export (each bucket's reported value, in the metric's unit:
-//! seconds for times), so the recorder sees the shard's own bucketing.
+//! so two engines in one process add up.
+//!
+//! A distribution goes out as a Prometheus histogram written as its series:
+//! a counter `<name>_bucket` per upper bound `le` (cumulative, `+Inf` last),
+//! `<name>_count` and `<name>_sum`, computed at export from the shard's own
+//! buckets. Nothing is handed over per input: the `metrics` facade's own
+//! histograms would take every value, and a recorder such as
+//! `metrics-exporter-prometheus` keeps each one until it is scraped, which
+//! costs the shard per input and the process memory per input (measured in
+//! docs/benchmarks.md). A value counts under a bound when the reported value
+//! of its bucket (see `histogram.rs`) is at most the bound.
 //!
 //! Handles are registered when the shard starts: install the recorder
 //! (e.g. `metrics-exporter-prometheus`) before starting the engine.
 
 use std::time::Duration;
 
-use metrics::{Counter, Gauge, Histogram, Label, Unit};
+use metrics::{Counter, Gauge, Label, Unit};
 
+use crate::histogram::Histogram;
 use crate::shard_id::ShardId;
-use crate::stats::{
-    Histograms, Kind, ShardStats, DISTRIBUTIONS, DISTRIBUTION_METRICS, SCALARS, SCALAR_METRICS,
-};
+use crate::stats::{Histograms, Kind, ShardStats, DISTRIBUTION_METRICS, SCALARS, SCALAR_METRICS};
 
 /// While the shard works, it exports at most this often.
 pub(crate) const EXPORT_EVERY: Duration = Duration::from_millis(1);
@@ -36,11 +42,37 @@ enum Handle {
 pub(crate) struct Exporter {
     scalars: Vec<(usize, Handle)>,
     exported: [u64; SCALARS],
-    histograms: Vec<Histogram>,
-    /// Per distribution, the bucket counts already handed over.
-    exported_buckets: Vec<Vec<u64>>,
-    exported_counts: [u64; DISTRIBUTIONS],
+    histograms: Vec<Exported>,
     next_at: Duration,
+}
+
+/// Upper bounds of the exported buckets of a time, in seconds: 1, 2.5 and
+/// 5 per power of ten, from a microsecond to ten seconds.
+const SECONDS_BOUNDS: [f64; 22] = [
+    1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
+    5e-2, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Upper bounds of the exported buckets of a size or a weight: powers of
+/// two up to 65,536.
+const COUNT_BOUNDS: [f64; 17] = [
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0,
+    16384.0, 32768.0, 65536.0,
+];
+
+/// One distribution's series, and what they were last given.
+struct Exported {
+    scale: f64,
+    bounds: &'static [f64],
+    /// One per bound, then `+Inf`.
+    buckets: Vec<Counter>,
+    count: Counter,
+    sum: Gauge,
+    /// Cumulative counts under each bound (then `+Inf`) last exported.
+    exported: Vec<u64>,
+    exported_sum: u128,
+    /// Counts per bound, recomputed at each export (kept to not allocate).
+    scratch: Vec<u64>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -79,22 +111,12 @@ impl Exporter {
         }
         let histograms = DISTRIBUTION_METRICS
             .iter()
-            .map(|&(name, scale, help)| {
-                let unit = if scale == 1.0 {
-                    Unit::Count
-                } else {
-                    Unit::Seconds
-                };
-                metrics::describe_histogram!(name, unit, help.trim());
-                metrics::histogram!(name, labels(shard, None))
-            })
+            .map(|&(name, scale, help)| Exported::new(shard, name, scale, help.trim()))
             .collect();
         Self {
             scalars,
             exported: [0; SCALARS],
             histograms,
-            exported_buckets: vec![Vec::new(); DISTRIBUTIONS],
-            exported_counts: [0; DISTRIBUTIONS],
             next_at: Duration::ZERO,
         }
     }
@@ -131,33 +153,85 @@ impl Exporter {
             }
             self.exported[*figure] = value;
         }
-        for (index, histogram) in histograms.each().into_iter().enumerate() {
-            self.export_histogram(index, histogram);
+        for (exported, histogram) in self.histograms.iter_mut().zip(histograms.each()) {
+            exported.export(histogram);
+        }
+    }
+}
+
+impl Exported {
+    /// Registers the series of the distribution `name` of `shard`.
+    fn new(shard: ShardId, name: &'static str, scale: f64, help: &'static str) -> Self {
+        let (bounds, unit, help) = if scale == 1.0 {
+            (&COUNT_BOUNDS[..], Unit::Count, help.to_string())
+        } else {
+            (
+                &SECONDS_BOUNDS[..],
+                Unit::Seconds,
+                format!("{help} Exported in seconds."),
+            )
+        };
+        let series = |suffix: &str| format!("{name}_{suffix}");
+        metrics::describe_counter!(series("bucket"), unit, help.clone());
+        metrics::describe_counter!(series("count"), Unit::Count, help.clone());
+        metrics::describe_gauge!(series("sum"), unit, help);
+        let le = bounds
+            .iter()
+            .map(|b| b.to_string())
+            .chain(["+Inf".to_string()]);
+        let buckets = le
+            .map(|le| {
+                let mut labels = labels(shard, None);
+                labels.push(Label::new("le", le));
+                metrics::counter!(series("bucket"), labels)
+            })
+            .collect();
+        Self {
+            scale,
+            bounds,
+            buckets,
+            count: metrics::counter!(series("count"), labels(shard, None)),
+            sum: metrics::gauge!(series("sum"), labels(shard, None)),
+            exported: vec![0; bounds.len() + 1],
+            exported_sum: 0,
+            scratch: vec![0; bounds.len() + 1],
         }
     }
 
-    /// Records, in the recorder's histogram `index`, the values that
-    /// `histogram` counted since the last export.
-    fn export_histogram(&mut self, index: usize, histogram: &crate::histogram::Histogram) {
-        if histogram.count() == self.exported_counts[index] {
+    /// Hands over what `histogram` counted since the last export.
+    fn export(&mut self, histogram: &Histogram) {
+        let (total, before) = (histogram.count(), self.exported[self.bounds.len()]);
+        if total == before {
             return;
         }
-        self.exported_counts[index] = histogram.count();
-        let scale = DISTRIBUTION_METRICS[index].1;
-        let exported = &mut self.exported_buckets[index];
-        exported.resize(histogram.counts().len(), 0);
-        for (bucket, (&now, then)) in histogram
+        self.scratch.fill(0);
+        let mut under = 0;
+        for (bucket, &n) in histogram
             .counts()
             .iter()
-            .zip(exported.iter_mut())
             .enumerate()
+            .filter(|(_, &n)| n > 0)
         {
-            if now > *then {
-                let value = histogram.value_of(bucket) as f64 * scale;
-                self.histograms[index].record_many(value, (now - *then) as usize);
-                *then = now;
+            let value = histogram.value_of(bucket) as f64 * self.scale;
+            while under < self.bounds.len() && value > self.bounds[under] {
+                under += 1;
+            }
+            self.scratch[under] += n;
+        }
+        let mut cumulative = 0;
+        for (le, counter) in self.buckets.iter().enumerate() {
+            cumulative += self.scratch[le];
+            if cumulative > self.exported[le] {
+                counter.increment(cumulative - self.exported[le]);
+                self.exported[le] = cumulative;
             }
         }
+        debug_assert_eq!(cumulative, total, "+Inf holds every value");
+        self.count.increment(total - before);
+        let sum = histogram.sum();
+        self.sum
+            .increment((sum - self.exported_sum) as f64 * self.scale);
+        self.exported_sum = sum;
     }
 }
 

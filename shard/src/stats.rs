@@ -459,4 +459,37 @@ mod tests {
         series.dedup();
         assert_eq!(series.len(), count, "one series per figure");
     }
+
+    #[test]
+    fn the_operating_guide_lists_every_metric_and_label() {
+        let guide = include_str!("../../docs/operating.md");
+        let row = |name: &str| {
+            guide
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{name}` |")))
+                .unwrap_or_else(|| panic!("docs/operating.md has no row for {name}"))
+        };
+        for metric in SCALAR_METRICS.iter().flatten() {
+            let row = row(metric.name);
+            let kind = if metric.kind == Kind::Counter {
+                "counter"
+            } else {
+                "gauge"
+            };
+            assert!(row.contains(&format!("| {kind} |")), "{row}");
+            if let Some((label, value)) = metric.label {
+                assert!(row.contains(&format!("`{label}`")), "{row} names {label}");
+                assert!(row.contains(&format!("`{value}`")), "{row} names {value}");
+            }
+        }
+        for (name, _, _) in DISTRIBUTION_METRICS {
+            assert!(row(name).contains("| histogram |"));
+        }
+        for (figure, _) in ShardStats::FIGURES {
+            assert!(
+                guide.contains(&format!("`{figure}`")),
+                "the guide explains {figure}"
+            );
+        }
+    }
 }
