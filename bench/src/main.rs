@@ -572,6 +572,7 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
     print!("{}", report::overload(runs));
     print!("{}", report::store_timing(runs));
     print!("{}", report::idle_stages(runs));
+    print!("{}", report::engine_figures(runs));
     print!("{}", report::read_backs(runs));
     print!("{}", report::server_cpu(runs));
 }

@@ -65,7 +65,8 @@ pub fn deadline_of(input: u64) -> Instant {
 }
 
 /// Whether the batch functions count inputs sent after their callers gave
-/// up (only while inputs carry deadlines).
+/// up (only while inputs carry deadlines). The counts are the process's,
+/// not a run's: one run at a time (as `ferry-load` runs them).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 static SENT: AtomicU64 = AtomicU64::new(0);
 static SENT_LATE: AtomicU64 = AtomicU64::new(0);

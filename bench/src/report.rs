@@ -88,6 +88,10 @@ pub struct RunResult {
     /// percentile, for `--plot`'s curves. Not in the JSON.
     #[serde(skip)]
     pub latency: Histogram<u64>,
+    /// What the engine's own `stats()` say of the whole run (ferry and
+    /// batcher only): in the JSON, its fields sit beside the others.
+    #[serde(flatten)]
+    pub engine: Option<EngineFigures>,
 }
 
 /// What the overload scenario measured for one run (see
@@ -129,6 +133,53 @@ impl OverloadResult {
             sent_late: waste.sent_late,
             batches: waste.batches,
             batches_wasted: waste.batches_wasted,
+        }
+    }
+}
+
+/// The distributions an engine (ferry or batcher) reports in `stats()`,
+/// totalled over its shards, for the whole run (warm-up included): batch
+/// size, queue time (admission to batch), batch time (start to completion).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct EngineFigures {
+    /// Inputs per batch, median.
+    pub batch_size_p50: u64,
+    /// 90th percentile.
+    pub batch_size_p90: u64,
+    /// 99th percentile.
+    pub batch_size_p99: u64,
+    /// Largest.
+    pub batch_size_max: u64,
+    /// Queue time per input, median, µs.
+    pub queue_p50_us: f64,
+    /// 90th percentile, µs.
+    pub queue_p90_us: f64,
+    /// 99th percentile, µs.
+    pub queue_p99_us: f64,
+    /// Longest, µs.
+    pub queue_max_us: f64,
+    /// Batch time, median, µs.
+    pub batch_time_p50_us: f64,
+    /// 99th percentile, µs.
+    pub batch_time_p99_us: f64,
+}
+
+impl EngineFigures {
+    /// From an engine's `stats().total()`.
+    pub fn from_total(total: &ferry::ShardStats) -> Self {
+        let us = |ns: u64| (ns as f64 / 100.0).round() / 10.0;
+        let (sizes, queue, batch) = (total.batch_size, total.queue_time_ns, total.batch_time_ns);
+        EngineFigures {
+            batch_size_p50: sizes.p50,
+            batch_size_p90: sizes.p90,
+            batch_size_p99: sizes.p99,
+            batch_size_max: sizes.max,
+            queue_p50_us: us(queue.p50),
+            queue_p90_us: us(queue.p90),
+            queue_p99_us: us(queue.p99),
+            queue_max_us: us(queue.max),
+            batch_time_p50_us: us(batch.p50),
+            batch_time_p99_us: us(batch.p99),
         }
     }
 }
@@ -195,6 +246,7 @@ impl RunResult {
             timed_out: measured.timed_out,
             overload: None,
             latency: latency.clone(),
+            engine: None,
         }
     }
 
@@ -343,6 +395,33 @@ fn rate(per_second: f64) -> String {
     } else {
         format!("{per_second:.1}")
     }
+}
+
+/// What each engine run's own `stats()` say (ferry's and batcher's runs
+/// only): batch sizes, queue times and batch times, whole run.
+pub fn engine_figures(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        if let Some(f) = &run.engine {
+            let _ = writeln!(
+                out,
+                "stats(), {}: batch size p50 {} p90 {} p99 {} max {}; queue time p50 {} µs, \
+                 p90 {} µs, p99 {} µs, max {} µs; batch time p50 {} µs, p99 {} µs",
+                run.label(),
+                f.batch_size_p50,
+                f.batch_size_p90,
+                f.batch_size_p99,
+                f.batch_size_max,
+                micros(f.queue_p50_us),
+                micros(f.queue_p90_us),
+                micros(f.queue_p99_us),
+                micros(f.queue_max_us),
+                micros(f.batch_time_p50_us),
+                micros(f.batch_time_p99_us),
+            );
+        }
+    }
+    out
 }
 
 /// How precisely the store kept its round trip in each run.
@@ -556,6 +635,7 @@ impl RunResult {
             timed_out: 0,
             overload: None,
             latency: crate::store::new_histogram(),
+            engine: None,
         }
     }
 }
@@ -566,6 +646,44 @@ mod tests {
 
     fn run(system: &str, shards: Option<usize>, throughput: f64) -> RunResult {
         RunResult::sample(system, shards, throughput)
+    }
+
+    #[test]
+    fn engine_figures_are_told_and_carried_in_the_json() {
+        let mut total = ferry::ShardStats::default();
+        total.batch_size = ferry::Summary {
+            count: 3,
+            mean: 20,
+            p50: 16,
+            p90: 40,
+            p99: 64,
+            max: 64,
+        };
+        total.queue_time_ns = ferry::Summary {
+            p50: 1_500,
+            p99: 250_000,
+            max: 900_000,
+            ..total.batch_size
+        };
+        let with = RunResult {
+            engine: Some(EngineFigures::from_total(&total)),
+            ..run("ferry", Some(2), 1.0)
+        };
+        let told = engine_figures(&[with.clone(), run("unbatched", None, 1.0)]);
+        assert!(
+            told.starts_with("stats(), ferry (2 shards): batch size p50 16 p90 40 p99 64 max 64; ")
+        );
+        assert!(told.contains("queue time p50 1.5 µs"), "{told}");
+        assert_eq!(told.lines().count(), 1, "only the engine's run");
+        let json = serde_json::to_value(JsonReport {
+            command: String::new(),
+            store: "sim",
+            runs: &[with],
+        })
+        .unwrap();
+        assert_eq!(json["runs"][0]["batch_size_p99"], 64);
+        assert_eq!(json["runs"][0]["queue_p99_us"], 250.0);
+        assert_eq!(json["runs"][0]["system"], "ferry", "beside the others");
     }
 
     #[test]

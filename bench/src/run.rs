@@ -11,7 +11,7 @@ use std::time::Instant;
 use crate::cpu::process_cpu_time;
 use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
-use crate::report::{OverloadResult, RunResult};
+use crate::report::{EngineFigures, OverloadResult, RunResult};
 use crate::store::{Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
@@ -134,6 +134,10 @@ fn measure<S: System>(
     if let Some(slow) = slowed {
         result.overload = Some(OverloadResult::new(&measured, load, slow, waste));
     }
+    // Read once closed: every input the run admitted is counted.
+    result.engine = system
+        .engine_stats()
+        .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
     result.server_cpu_us_per_input = server_cpu.map(|time| per_input_us(time, measured.done));
     if measured.gave_up {

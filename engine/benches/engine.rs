@@ -22,6 +22,13 @@
 //!   same shard (`submit_local`), one input at a time: the thread-per-core
 //!   fast path, with no other thread involved.
 //!
+//! With the features `metrics` and `tracing` (`cargo bench -p ferry --bench
+//! engine --features metrics,tracing`), the same runs with what an operator
+//! would install: a Prometheus recorder (`metrics-exporter-prometheus`,
+//! without its HTTP listener) and a `tracing` registry that keeps every
+//! `ferry` span and event at `DEBUG` (`FERRY_BENCH_TRACING` sets another
+//! filter, e.g. `ferry=info` for no batch spans).
+//!
 //! Throughput runs keep `IN_FLIGHT` requests outstanding from 2 caller
 //! threads. CPU ns per input is the process's user + system CPU time divided
 //! by inputs answered.
@@ -46,7 +53,8 @@ fn main() {
         .find_map(|arg| arg.parse().ok())
         .unwrap_or(5);
     let run_for = Duration::from_secs(seconds);
-    println!("engine bench: {CALLERS} caller threads, {SHARDS} shards, {IN_FLIGHT} in flight, {seconds} s per run");
+    let observed = observe();
+    println!("engine bench: {CALLERS} caller threads, {SHARDS} shards, {IN_FLIGHT} in flight, {seconds} s per run, {observed}");
     println!(
         "{:<34} {:>14} {:>12} {:>10}",
         "run", "inputs/s", "cpu ns/in", "mean batch"
@@ -108,6 +116,33 @@ fn main() {
             Duration::from_micros(spin_us),
             Duration::from_micros(doze_us),
         );
+    }
+}
+
+/// Installs what the features compiled in feed, and says what is on.
+fn observe() -> String {
+    #[allow(unused_mut)]
+    let mut on: Vec<String> = Vec::new();
+    #[cfg(feature = "metrics")]
+    {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .expect("a Prometheus recorder");
+        on.push("metrics (Prometheus recorder)".to_string());
+    }
+    #[cfg(feature = "tracing")]
+    {
+        use tracing_subscriber::layer::SubscriberExt;
+        let filter = std::env::var("FERRY_BENCH_TRACING").unwrap_or_else(|_| "ferry=debug".into());
+        let registry =
+            tracing_subscriber::registry().with(tracing_subscriber::EnvFilter::new(&filter));
+        tracing::subscriber::set_global_default(registry).expect("one subscriber");
+        on.push(format!("tracing (registry, {filter})"));
+    }
+    if on.is_empty() {
+        "no observability features".to_string()
+    } else {
+        on.join(" + ")
     }
 }
 

@@ -2,8 +2,28 @@
 //! handlers would: each awaits its own input's outcome, while Ferry batches
 //! per key on its own shards. The tokio runtime and the shards are separate
 //! threads; the submit future is `Send`, so it can live in any task.
+//!
+//! It also shows how to operate one (docs/operating.md): the engine's
+//! figures are served for Prometheus on 127.0.0.1 and its spans and events
+//! are logged.
+//!
+//! ```sh
+//! cargo run -p ferry --features metrics,tracing --example tokio_service
+//! FERRY_METRICS_PORT=9898 FERRY_HOLD_SECONDS=60 RUST_LOG=info,ferry=debug \
+//!     cargo run -p ferry --features metrics,tracing --example tokio_service
+//! ```
+//!
+//! `FERRY_METRICS_PORT` picks the port (else a free one, printed);
+//! `FERRY_HOLD_SECONDS` keeps the endpoint up that long after the work, to
+//! scrape it by hand (`curl http://127.0.0.1:PORT/metrics`); `RUST_LOG`
+//! filters the log (default `info`: faults; `ferry=debug` adds refusals and
+//! a span per batch).
 use ferry::{Engine, FerryError, Refused};
+use metrics_exporter_prometheus::PrometheusBuilder;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
+use tracing_subscriber::EnvFilter;
 
 #[derive(Debug)]
 struct Deposit {
@@ -11,17 +31,52 @@ struct Deposit {
     cents: i64,
 }
 
+/// The address to serve metrics on: `FERRY_METRICS_PORT` on 127.0.0.1, or
+/// a port that was free a moment ago.
+fn metrics_address() -> std::io::Result<SocketAddr> {
+    match std::env::var("FERRY_METRICS_PORT")
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+    {
+        Some(port) => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+        None => TcpListener::bind("127.0.0.1:0")?.local_addr(),
+    }
+}
+
+/// One scrape of the endpoint, as Prometheus would make it.
+fn scrape(address: SocketAddr) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    // Before the engine starts: each shard registers its series then.
+    let address = metrics_address()?;
+    PrometheusBuilder::new()
+        .with_http_listener(address)
+        .install()?;
+    println!("metrics at http://{address}/metrics");
+
     let engine: Engine<u32, Deposit, i64, String> = Engine::builder()
         .shards(2)
         .pin(false)
         .max_batch_size(128)
         .max_in_flight_batches(32)
         .start(|_shard| {
-            // A stand-in for one conditional write per batch to a store.
-            move |_account: u32, deposits: Vec<Deposit>| async move {
+            // A stand-in for one conditional write per batch to a store,
+            // which refuses account 13's.
+            move |account: u32, deposits: Vec<Deposit>| async move {
                 glommio::timer::sleep(Duration::from_micros(200)).await;
+                if account == 13 {
+                    return Err("account 13 is frozen".to_string());
+                }
                 Ok::<_, String>(deposits.iter().map(|d| d.cents).collect())
             }
         })?;
@@ -40,26 +95,54 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Err(FerryError::Refused {
                         input,
                         reason: Refused::Full,
-                    }) => Err(input),
+                    }) => Err(Some(input)),
+                    Err(FerryError::Failed(_)) => Err(None),
                     Err(other) => panic!("deposit failed: {other}"),
                 }
             })
         })
         .collect();
-    let mut shed = 0;
+    let (mut shed, mut failed) = (0, 0);
     for task in tasks {
-        if task.await?.is_err() {
-            shed += 1;
+        match task.await? {
+            Ok(()) => {}
+            Err(Some(_)) => shed += 1,
+            Err(None) => failed += 1,
         }
     }
     let stats = engine.stats().total();
     println!(
-        "20000 deposits over 100 accounts in {:?}: {} batches (mean {:.1} per batch), {shed} shed",
+        "20000 deposits over 100 accounts in {:?}: {} batches (mean {:.1} per batch), \
+         {shed} shed, {failed} failed",
         started.elapsed(),
         stats.batches,
         stats.sent as f64 / stats.batches.max(1) as f64,
     );
+    println!(
+        "queue time p50 {} µs, p99 {} µs; batch time p50 {} µs, p99 {} µs",
+        stats.queue_time_ns.p50 / 1_000,
+        stats.queue_time_ns.p99 / 1_000,
+        stats.batch_time_ns.p50 / 1_000,
+        stats.batch_time_ns.p99 / 1_000,
+    );
     engine.close();
-    tokio::task::spawn_blocking(move || engine.join()).await?;
+    let closing = engine.clone();
+    tokio::task::spawn_blocking(move || closing.join()).await?;
+
+    let response = scrape(address)?;
+    println!("scraped, the outcomes:");
+    for line in response
+        .lines()
+        .filter(|l| l.starts_with("ferry_answered_total"))
+    {
+        println!("  {line}");
+    }
+    let hold = std::env::var("FERRY_HOLD_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    if let Some(seconds) = hold {
+        println!("serving metrics for {seconds} s more");
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+    }
     Ok(())
 }

@@ -79,7 +79,9 @@
 //! ```
 //!
 //! The batch function implements [`BatchFn`]; a shard is named by a
-//! [`ShardId`] and its figures are a [`ShardStats`]; a setting that breaks
+//! [`ShardId`] and its figures are a [`ShardStats`] (its distributions as a
+//! [`Summary`] each, computed from a [`Distribution`] of
+//! [`Distributions`]; see [`Stats`]); a setting that breaks
 //! its rule is a [`ConfigError`]; [`LanesConfig`] holds a shard's bounds as
 //! one value:
 //!
@@ -99,6 +101,20 @@
 //! let err: ConfigError = bounds.validate().unwrap_err();
 //! assert_eq!(err.field, "max_batch_size");
 //! ```
+//!
+//! # Observability
+//!
+//! [`Engine::stats`] (and [`Batcher::stats`]) reads every shard's gauges,
+//! counters and distributions without a lock: batch size and weight, queue
+//! time and batch time as a [`Summary`] each, merged over shards by
+//! [`Stats::total`]. Two Cargo features, off by default and compiled out
+//! when off:
+//!
+//! - `metrics`: the same figures through the `metrics` facade, as `ferry_*`
+//!   series labelled by shard;
+//! - `tracing`: a span per batch, and events for refusals and faults.
+//!
+//! `docs/operating.md` lists them and says what to watch.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -121,7 +137,7 @@ pub use engine::Engine;
 pub use flush::Flush;
 pub use route::route;
 pub use start_error::StartError;
-pub use stats::Stats;
+pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{

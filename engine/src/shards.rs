@@ -242,8 +242,14 @@ where
     }
 
     pub(crate) fn stats(&self) -> Stats {
+        let (shards, distributions) = self
+            .list
+            .iter()
+            .map(Shard::stats_with_distributions)
+            .unzip();
         Stats {
-            shards: self.list.iter().map(Shard::stats).collect(),
+            shards,
+            distributions,
         }
     }
 }

@@ -336,8 +336,11 @@ fn g5_lanes_go_away_when_their_work_is_done(runtime: Runtime) {
         futures::executor::block_on(join_all((0..20_000_u64).map(|k| engine.submit(k, k))));
     assert!(outcomes.iter().all(|o| o.is_ok()));
     // Stats are published once per shard round; give the last round time.
+    // A quiet snapshot alone is not enough: a round that found the intake
+    // empty for a moment, before the last pushes, was quiet too.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !engine.stats().is_quiet() && Instant::now() < deadline {
+    let done = |stats: &ferry::Stats| stats.is_quiet() && stats.total().answered == 20_000;
+    while !done(&engine.stats()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(1));
     }
     let total = engine.stats().total();

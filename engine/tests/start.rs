@@ -903,6 +903,7 @@ fn a_dying_shard_hands_back_what_it_never_sent(runtime: Runtime) {
     }
 
     let (inputs, submits): (Vec<u64>, Vec<_>) = never_sent.into_iter().unzip();
+    let inputs_count = inputs.len() as u64;
     let mut all = vec![in_flight, fatal];
     all.extend(submits);
     let mut outcomes = outcomes_in_time(all).into_iter();
@@ -932,6 +933,15 @@ fn a_dying_shard_hands_back_what_it_never_sent(runtime: Runtime) {
         Seen::Refused(7777, Refused::Closed),
         "on {runtime}: a submit after the shard died"
     );
+    // The figures say the same: one input aborted (the batch in flight),
+    // every other one refused `Closed`, none answered.
+    let shard = engine.stats().shards[0];
+    assert_eq!(
+        (shard.aborted, shard.answered, shard.refused_closed),
+        (1, 0, shard.refused),
+        "on {runtime}: {shard:?}"
+    );
+    assert_eq!(shard.refused, inputs_count + 2, "on {runtime}: {shard:?}");
     drop(release);
     engine.close();
     engine.join();

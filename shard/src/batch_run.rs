@@ -18,6 +18,7 @@ use futures::future::CatchUnwind;
 use futures::FutureExt;
 
 use crate::core::{BatchOutcome, Reply};
+use crate::trace::Scope;
 
 /// A batch function's future with its panic caught.
 type Caught<F> = CatchUnwind<AssertUnwindSafe<F>>;
@@ -36,6 +37,7 @@ pub(crate) struct BatchRun<T, I, O, E, F> {
     ticket: T,
     replies: Option<Vec<Reply<I, O, E>>>,
     started: Duration,
+    scope: Scope,
 }
 
 /// A batch that finished: what the loop needs to release and answer it,
@@ -46,6 +48,8 @@ pub(crate) struct Finished<T, I, O, E, F> {
     pub(crate) outcome: BatchOutcome<O, E>,
     pub(crate) started: Duration,
     pub(crate) cell: Cell<F>,
+    /// The batch's span (feature `tracing`), for its fault event.
+    pub(crate) scope: Scope,
 }
 
 // Nothing is pinned structurally: the future is behind its own box.
@@ -55,13 +59,14 @@ impl<T, I, O, E, F> BatchRun<T, I, O, E, F>
 where
     F: Future<Output = Result<Vec<O>, E>>,
 {
-    /// `future` in `cell` (emptied before), for the batch of `ticket`.
+    /// `future` in `cell` (emptied before), for the batch of `ticket`,
+    /// inside the span `scope`.
     pub(crate) fn new(
         mut cell: Cell<F>,
         future: F,
-        ticket: T,
-        replies: Vec<Reply<I, O, E>>,
+        (ticket, replies): (T, Vec<Reply<I, O, E>>),
         started: Duration,
+        scope: Scope,
     ) -> Self {
         debug_assert!(cell.is_none(), "a cell is emptied before reuse");
         cell.set(Some(AssertUnwindSafe(future).catch_unwind()));
@@ -70,6 +75,7 @@ where
             ticket,
             replies: Some(replies),
             started,
+            scope,
         }
     }
 }
@@ -105,6 +111,7 @@ where
             outcome,
             started: this.started,
             cell: this.cell.take().expect("a cell until finished"),
+            scope: this.scope.clone(),
         })
     }
 }
@@ -137,6 +144,7 @@ impl<F> Cells<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace;
 
     type Run = BatchRun<u8, u32, u32, (), std::future::Ready<Result<Vec<u32>, ()>>>;
 
@@ -148,9 +156,9 @@ mod tests {
         let mut run: Run = BatchRun::new(
             cell,
             std::future::ready(Ok(vec![7])),
-            3,
-            Vec::new(),
+            (3, Vec::new()),
             Duration::ZERO,
+            trace::no_scope(),
         );
         let waker = futures::task::noop_waker();
         let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
@@ -178,8 +186,13 @@ mod tests {
             }
             Ok(Vec::new())
         };
-        let mut run: BatchRun<u8, u32, u32, (), _> =
-            BatchRun::new(Box::pin(None), future, 1, Vec::new(), Duration::ZERO);
+        let mut run: BatchRun<u8, u32, u32, (), _> = BatchRun::new(
+            Box::pin(None),
+            future,
+            (1, Vec::new()),
+            Duration::ZERO,
+            trace::no_scope(),
+        );
         let waker = futures::task::noop_waker();
         let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
         else {

@@ -23,6 +23,7 @@ use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
 use crate::local::LocalSender;
+use crate::observe::{self, Observer};
 use crate::queue::Queue;
 use crate::refused::Refused;
 use crate::stats::ShardStats;
@@ -141,6 +142,8 @@ pub struct ShardCore<Q, I, O, E> {
     withdraw_on_drop: bool,
     /// What each flush request waits for.
     generations: Generations<FlushReply>,
+    /// The distributions, outcomes and refusals recorded (`observe.rs`).
+    observer: Observer,
 }
 
 /// Told once every input admitted before a flush request is resolved.
@@ -179,6 +182,7 @@ where
             spare_replies: Vec::new(),
             woke_local: false,
             generations: Generations::default(),
+            observer: Observer::default(),
         }
     }
 
@@ -255,7 +259,7 @@ where
         let Some((input, reply)) = waiter else {
             return;
         };
-        self.stats.refused += 1;
+        self.observer.refused(&mut self.stats, reason);
         reply.send(Err(FerryError::Refused { input, reason }));
     }
 
@@ -293,10 +297,11 @@ where
         let spare = &mut self.spare_replies;
         let withdraw = self.withdraw_on_drop;
         let (generations, stats) = (&mut self.generations, &mut self.stats);
+        let observer = &mut self.observer;
         self.queue.take_with(now, |items| {
             let mut inputs = Vec::with_capacity(items.len());
             let mut replies = spare.pop().unwrap_or_default();
-            for (input, reply) in items {
+            for (input, reply) in observer.watch(now, items) {
                 if withdraw && reply.is_abandoned() {
                     stats.withdrawn += 1;
                     generations.resolved(reply.generation);
@@ -417,6 +422,7 @@ where
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;
+        observe::count_outcome(&mut self.stats, &outcome, expected);
         self.woke_local |= replies.iter().any(Reply::is_local);
         for reply in &replies {
             self.resolved(reply.generation);
@@ -451,7 +457,7 @@ where
     /// when the batches are dropped.
     pub fn refuse_waiting(&mut self) {
         for (input, reply) in self.queue.drain_waiting() {
-            self.stats.refused += 1;
+            self.observer.refused(&mut self.stats, Refused::Closed);
             self.stats.admitted -= 1;
             self.resolved(reply.generation);
             reply.send(Err(FerryError::Refused {
@@ -502,6 +508,11 @@ where
         &mut self.stats
     }
 
+    /// The shard's recorder (distributions, outcomes, refusals).
+    pub(crate) fn observer_mut(&mut self) -> &mut Observer {
+        &mut self.observer
+    }
+
     /// Whether an answer went to a task on this shard's thread since the
     /// last call: that task is now ready to run, and the driver should give
     /// the thread to the executor soon rather than keep it.
@@ -516,6 +527,7 @@ where
             waiting: self.queue.waiting() as u64,
             waiting_weight: self.queue.waiting_weight(),
             in_flight: self.in_flight as u64,
+            longest_lane: self.queue.longest_lane() as u64,
             ..self.stats
         }
     }

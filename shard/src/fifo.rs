@@ -55,6 +55,7 @@ use std::time::Duration;
 
 use crate::clock::nanos;
 use crate::config::LanesConfig;
+use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
 /// One batch taken from the front of a [`Fifo`].
@@ -99,6 +100,8 @@ pub struct FifoBatch<T> {
 pub struct FifoItems<'a, T> {
     drain: std::collections::vec_deque::Drain<'a, Queued<T>>,
     weight: u64,
+    /// Arrival of the item `next` returned last (see `Taken`).
+    arrival_ns: u64,
 }
 
 impl<T> FifoItems<'_, T> {
@@ -122,7 +125,9 @@ impl<T> Iterator for FifoItems<'_, T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
-        self.drain.next().map(|queued| queued.item)
+        let queued = self.drain.next()?;
+        self.arrival_ns = queued.arrival_ns;
+        Some(queued.item)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -131,6 +136,21 @@ impl<T> Iterator for FifoItems<'_, T> {
 }
 
 impl<T> ExactSizeIterator for FifoItems<'_, T> {}
+
+/// Unkeyed: every batch's key hash is 0.
+impl<T> Taken for FifoItems<'_, T> {
+    fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    fn arrival_ns(&self) -> u64 {
+        self.arrival_ns
+    }
+
+    fn key_hash(&self) -> u64 {
+        0
+    }
+}
 
 /// An admitted input waiting in the queue.
 #[derive(Debug)]
@@ -349,6 +369,7 @@ impl<T> Fifo<T> {
         let consumed = consume(FifoItems {
             drain: self.inputs.drain(..count),
             weight,
+            arrival_ns: 0,
         });
         self.assert_invariants();
         Some(consumed)

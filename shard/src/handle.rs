@@ -35,7 +35,8 @@ use crate::refused::{Refusal, Refused};
 use crate::runtime::Runtime;
 use crate::shard_id::ShardId;
 use crate::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
-use crate::stats::{ShardCounters, ShardStats};
+use crate::stats::{Distributions, ShardCounters, ShardStats};
+use crate::{observe, trace};
 
 /// A task to start on a shard, sent from any thread.
 pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -268,7 +269,7 @@ where
                 notice: self.notice(hash),
             }),
             Err(Refusal { item, reason }) => {
-                self.counters.count_refused_at_intake();
+                self.refused_at_intake(reason);
                 let Inbound::Submit(submission) = item else {
                     unreachable!("the intake hands back what it was given")
                 };
@@ -304,7 +305,7 @@ where
         let (reply, answer) = local_channel();
         if self.intake.is_closed() {
             drop(core);
-            self.counters.count_refused_at_intake();
+            self.refused_at_intake(Refused::Closed);
             let refused = FerryError::Refused {
                 input,
                 reason: Refused::Closed,
@@ -338,7 +339,7 @@ where
             unreachable!("the intake hands back what it was given")
         };
         for submission in submissions {
-            self.counters.count_refused_at_intake();
+            self.refused_at_intake(refused.reason);
             let _ = submission.reply.send(Err(FerryError::Refused {
                 input: submission.input,
                 reason: refused.reason,
@@ -395,7 +396,14 @@ where
     /// Counts an input the engine refused before handing it to the shard
     /// (it is too heavy for any batch).
     pub fn count_refused(&self) {
-        self.counters.count_refused_at_intake();
+        self.refused_at_intake(Refused::TooHeavy);
+    }
+
+    /// Counts (and, with the feature `tracing`, reports) an input refused
+    /// for `reason` before it reached the shard.
+    fn refused_at_intake(&self, reason: Refused) {
+        self.counters.count_refused_at_intake(reason);
+        trace::refused(self.id, reason);
     }
 
     /// Which shard.
@@ -406,6 +414,14 @@ where
     /// Its gauges and counters, read without a lock.
     pub fn stats(&self) -> ShardStats {
         self.counters.snapshot(self.intake.len() as u64)
+    }
+
+    /// Its gauges and counters, and the distributions their summaries were
+    /// computed from (to merge with other shards' or to subtract from a
+    /// later reading), read without a lock.
+    pub fn stats_with_distributions(&self) -> (ShardStats, Distributions) {
+        self.counters
+            .snapshot_with_distributions(self.intake.len() as u64)
     }
 
     /// Refuses new input and lets the shard drain and exit (G9). Any
@@ -496,6 +512,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
             config.lanes.clone(),
             config.max_in_flight_batches,
         )));
+        core.borrow_mut().observer_mut().set_shard(config.id);
         let _farewell = Farewell {
             core: Rc::clone(&core),
             counters: Arc::clone(&counters),
@@ -595,6 +612,7 @@ where
         // The loop's borrows end before the unwinding reaches here.
         if let Ok(mut core) = self.core.try_borrow_mut() {
             core.refuse_waiting();
+            observe::farewell(&mut core, &self.counters);
         }
     }
 }
@@ -628,7 +646,7 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
                     Inbound::Spawn(_) | Inbound::Withdraw(_) => Vec::new(),
                 };
                 for submission in submissions {
-                    self.counters.count_refused_at_intake();
+                    self.counters.count_refused_at_intake(Refused::Closed);
                     let refused = FerryError::Refused {
                         input: submission.input,
                         reason: Refused::Closed,

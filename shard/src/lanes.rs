@@ -63,6 +63,8 @@ use hashbrown::HashTable;
 use crate::clock::nanos;
 use crate::config::LanesConfig;
 use crate::key_hash::key_hash;
+use crate::longest::Longest;
+use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
 /// Names one lifetime of one lane: the handle [`Lanes::complete`] takes.
@@ -110,6 +112,9 @@ pub struct Batch<K, T> {
 pub struct BatchItems<'a, T> {
     drain: std::collections::vec_deque::Drain<'a, Waiting<T>>,
     weight: u64,
+    /// Arrival of the item `next` returned last (see `Taken`).
+    arrival_ns: u64,
+    hash: u64,
 }
 
 impl<T> BatchItems<'_, T> {
@@ -123,7 +128,9 @@ impl<T> Iterator for BatchItems<'_, T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
-        self.drain.next().map(|waiting| waiting.item)
+        let waiting = self.drain.next()?;
+        self.arrival_ns = waiting.arrival_ns;
+        Some(waiting.item)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -132,6 +139,20 @@ impl<T> Iterator for BatchItems<'_, T> {
 }
 
 impl<T> ExactSizeIterator for BatchItems<'_, T> {}
+
+impl<T> Taken for BatchItems<'_, T> {
+    fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    fn arrival_ns(&self) -> u64 {
+        self.arrival_ns
+    }
+
+    fn key_hash(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// An admitted input waiting in its lane.
 #[derive(Debug)]
@@ -295,6 +316,8 @@ pub struct Lanes<K, T> {
     /// The latest `now` given to any method, in nanoseconds: time never goes
     /// backwards (module docs), and debug builds check it.
     now_latest_ns: u64,
+    /// The `longest_lane` gauge (see `longest.rs`).
+    longest: Longest,
 }
 
 impl<K, T> Lanes<K, T>
@@ -329,6 +352,7 @@ where
             waiting_weight: 0,
             closed: false,
             now_latest_ns: 0,
+            longest: Longest::default(),
         }
     }
 
@@ -454,6 +478,7 @@ where
             }
             _ => lane.inputs.push_back(waiting),
         }
+        self.longest.grew(place, lane.inputs.len());
         if lane.inputs.len() == 1 {
             lane.oldest_arrival_ns = now_ns;
             lane.oldest_seq = seq;
@@ -601,7 +626,10 @@ where
         let consumed = consume(BatchItems {
             drain: lane.inputs.drain(..count),
             weight,
+            arrival_ns: 0,
+            hash: lane.hash,
         });
+        self.longest.shrank(place, lane.inputs.len());
         lane.waiting_weight -= weight;
         if !lane.inputs.is_empty() {
             lane.recompute_oldest();
@@ -886,6 +914,7 @@ where
         self.expiries.clear();
         self.waiting = 0;
         self.waiting_weight = 0;
+        self.longest.clear();
         debug_assert_eq!(self.lanes_live, self.lanes_busy, "only busy lanes are left");
         drained
     }
@@ -999,6 +1028,27 @@ where
     /// Inputs admitted and not yet taken.
     pub fn waiting(&self) -> usize {
         self.waiting
+    }
+
+    /// Waiting inputs of the longest lane, as last seen (see the
+    /// `longest_lane` figure of `ShardStats`): never more than some lane
+    /// holds.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig { max_batch_size: 2, ..LanesConfig::default() });
+    /// for (key, n) in [("hot", 1), ("hot", 2), ("hot", 3), ("cold", 4)] {
+    ///     lanes.admit(key, n, 0, 1, Duration::ZERO).unwrap();
+    /// }
+    /// assert_eq!(lanes.longest_lane(), 3);
+    /// let batch = lanes.take(Duration::ZERO).unwrap();
+    /// assert_eq!((batch.key, lanes.longest_lane()), ("hot", 1));
+    /// ```
+    pub fn longest_lane(&self) -> usize {
+        self.longest.waiting()
     }
 
     /// Total weight of the waiting inputs.

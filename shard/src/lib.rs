@@ -35,11 +35,16 @@ mod fifo;
 mod flush;
 mod flush_door;
 mod handle;
+mod histogram;
 mod idle;
 mod intake;
 mod key_hash;
 mod lanes;
 mod local;
+mod longest;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod observe;
 mod on_glommio;
 mod on_tokio;
 mod order;
@@ -49,6 +54,7 @@ mod runtime;
 mod shard_id;
 mod shard_loop;
 mod stats;
+mod trace;
 
 pub use crate::core::Outcome;
 pub use batch_fn::BatchFn;
@@ -59,13 +65,14 @@ pub use flush_door::Flushed;
 pub use handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
 };
+pub use histogram::{Distribution, Summary};
 pub use idle::DOZE_LOOK_EVERY;
 pub use key_hash::key_hash;
 pub use order::{Order, Rank};
 pub use refused::{Refusal, Refused};
 pub use runtime::Runtime;
 pub use shard_id::ShardId;
-pub use stats::{Kind, ShardStats};
+pub use stats::{Distributions, Kind, ShardStats};
 
 /// A shard of per-key batching: one lane per key.
 pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
@@ -83,5 +90,5 @@ pub mod parts {
     pub use crate::flush::Generations;
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
-    pub use crate::queue::Queue;
+    pub use crate::queue::{Queue, Taken};
 }

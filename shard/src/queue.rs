@@ -45,7 +45,7 @@ pub trait Queue<T> {
     /// Names a batch taken, to hand back to [`complete`](Queue::complete).
     type Ticket: Copy + std::fmt::Debug;
     /// The items of a batch as they leave the queue.
-    type Items<'a>: ExactSizeIterator<Item = T>
+    type Items<'a>: ExactSizeIterator<Item = T> + Taken
     where
         Self: 'a,
         T: 'a;
@@ -125,6 +125,26 @@ pub trait Queue<T> {
     /// Nothing waits and nothing taken is outstanding in the structure
     /// itself (for `Lanes`: no lane is alive).
     fn is_drained(&self) -> bool;
+
+    /// Waiting inputs of the longest lane, as last seen; 0 for a
+    /// discipline without lanes (the `longest_lane` figure).
+    fn longest_lane(&self) -> usize {
+        0
+    }
+}
+
+/// What a batch's items tell, beside the items themselves, as they leave
+/// the queue: what the shard's figures need (see `observe.rs`).
+pub trait Taken {
+    /// The batch's total weight.
+    fn weight(&self) -> u64;
+
+    /// Arrival (nanoseconds, on the clock of the queue's `now`) of the item
+    /// the iterator returned last; 0 before the first.
+    fn arrival_ns(&self) -> u64;
+
+    /// The hash of the batch's key (0 for unkeyed batching).
+    fn key_hash(&self) -> u64;
 }
 
 impl<K, T> Queue<T> for Lanes<K, T>
@@ -219,6 +239,10 @@ where
 
     fn is_drained(&self) -> bool {
         Lanes::lanes(self) == 0
+    }
+
+    fn longest_lane(&self) -> usize {
+        Lanes::longest_lane(self)
     }
 }
 

@@ -67,6 +67,7 @@ use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
 use crate::queue::Queue;
 use crate::stats::ShardCounters;
+use crate::trace::{self, Attached, BatchSpan};
 
 /// Inputs admitted per round at most, so completions and timers are looked
 /// at regularly even under a flood of input.
@@ -99,6 +100,10 @@ enum Closing {
 /// A finished batch whose slot is released and whose callers wait for
 /// their answers.
 type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
+
+/// The phases that need the `metrics` feature's exporter reach it here.
+#[cfg(feature = "metrics")]
+type Exporter = crate::metrics::Exporter;
 
 /// The batches out of the queue: running, or finished with their slots
 /// released and their callers not yet answered; and how long batches have
@@ -145,7 +150,7 @@ where
     B: BatchFn<Q::Key, I, O, E>,
 {
     parts: Parts<Q, I, O, E, B>,
-    batches: Batches<Q::Ticket, I, O, E, B::Future>,
+    batches: Batches<Q::Ticket, I, O, E, Attached<B::Future>>,
     closing: Closing,
     /// The timer armed for the earliest deadline, and that deadline.
     timer: Option<(Duration, R::Timer)>,
@@ -165,6 +170,9 @@ where
     stamp_on_pop: bool,
     /// `max_queue_time` is set: inputs may expire.
     expires: bool,
+    /// The figures' way to the `metrics` facade.
+    #[cfg(feature = "metrics")]
+    exporter: Exporter,
     _runtime: PhantomData<R>,
 }
 
@@ -184,6 +192,8 @@ where
                 config.max_queue_time.is_some(),
             )
         };
+        #[cfg(feature = "metrics")]
+        let exporter = Exporter::new(parts.core.borrow_mut().observer_mut().shard());
         Self {
             parts,
             batches: Batches {
@@ -202,6 +212,8 @@ where
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
+            #[cfg(feature = "metrics")]
+            exporter,
             _runtime: PhantomData,
         }
     }
@@ -358,14 +370,38 @@ where
         }
     }
 
-    /// Step 7: the stats, for readers on any thread; then the flushes that
+    /// Step 7: the stats, for readers on any thread (and, with the
+    /// feature `metrics`, for the `metrics` facade); then the flushes that
     /// completed are told, so that their callers read figures that show
     /// what they waited for.
-    fn publish(&self) {
+    fn publish(&mut self) {
         let mut core = self.parts.core.borrow_mut();
-        self.parts.counters.publish(&core.stats());
+        let stats = core.stats();
+        let histograms = &mut core.observer_mut().histograms;
+        self.parts.counters.publish(&stats, histograms);
+        // Told after the figures that show what they waited for.
         for reply in core.take_flushed() {
             let _ = reply.send(());
+        }
+        drop(core);
+        self.export(false);
+    }
+
+    /// Hands the figures to the `metrics` facade, at most once per
+    /// `EXPORT_EVERY` while working, at once when `force`d, when the round
+    /// did nothing, or when the shard is done (see `metrics.rs`).
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    fn export(&mut self, force: bool) {
+        #[cfg(feature = "metrics")]
+        {
+            let now = self.parts.clock.latest();
+            let force = force || !self.worked || self.is_done();
+            if self.exporter.is_due(now, force) {
+                let mut core = self.parts.core.borrow_mut();
+                let (stats, intake) = (core.stats(), self.parts.intake.len());
+                let histograms = &core.observer_mut().histograms;
+                self.exporter.export(now, &stats, intake, histograms);
+            }
         }
     }
 
@@ -389,11 +425,14 @@ where
             // Not a `now` read before the poll: a batch future may have
             // admitted an input of its own shard meanwhile, stamped later.
             let now = self.parts.clock.latest();
-            self.batches
-                .took
-                .record(now.saturating_sub(finished.started));
+            let took = now.saturating_sub(finished.started);
+            self.batches.took.record(took);
+            trace::fault_in(&finished.scope, &finished.outcome, finished.replies.len());
             self.batches.cells.keep(finished.cell);
-            self.parts.core.borrow_mut().release(finished.ticket, now);
+            let mut core = self.parts.core.borrow_mut();
+            core.observer_mut().batch_done(took);
+            core.release(finished.ticket, now);
+            drop(core);
             self.batches
                 .finished
                 .push((finished.replies, finished.outcome));
@@ -422,20 +461,26 @@ where
             };
             self.worked = true;
             let (ticket, replies) = (dispatch.ticket, dispatch.replies);
+            let span = self.batch_span();
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                self.parts.batch_fn.call(dispatch.key, dispatch.inputs)
+                span.in_scope(|| self.parts.batch_fn.call(dispatch.key, dispatch.inputs))
             }));
+            let scope = span.scope();
             let Ok(future) = call else {
-                self.finish_at_once(ticket, replies, BatchOutcome::Panicked);
+                trace::fault_in(&scope, &BatchOutcome::<O, E>::Panicked, replies.len());
+                self.finish_at_once(ticket, replies, BatchOutcome::Panicked, now);
                 continue;
             };
             let cell = self.batches.cells.take();
-            let mut batch = BatchRun::new(cell, future, ticket, replies, now);
+            let mut batch = BatchRun::new(cell, span.attach(future), (ticket, replies), now, scope);
             let mut cx = Context::from_waker(&self.parts.wakers.bell);
             match Pin::new(&mut batch).poll(&mut cx) {
                 Poll::Ready(finished) => {
                     self.batches.cells.keep(finished.cell);
-                    self.finish_at_once(finished.ticket, finished.replies, finished.outcome);
+                    let (outcome, inputs) = (finished.outcome, finished.replies.len());
+                    trace::fault_in(&finished.scope, &outcome, inputs);
+                    let (ticket, replies) = (finished.ticket, finished.replies);
+                    self.finish_at_once(ticket, replies, outcome, finished.started);
                 }
                 Poll::Pending => self.batches.running.push(batch),
             }
@@ -449,11 +494,22 @@ where
         ticket: Q::Ticket,
         replies: Vec<Reply<I, O, E>>,
         outcome: BatchOutcome<O, E>,
+        started: Duration,
     ) {
         self.batches.took.record(Duration::ZERO);
-        let now = self.parts.clock.latest();
+        let now = self.parts.clock.read();
         let mut core = self.parts.core.borrow_mut();
+        core.observer_mut().batch_done(now.saturating_sub(started));
         core.complete(ticket, replies, outcome, now);
+    }
+
+    /// The span of the batch just dispatched (feature `tracing`).
+    fn batch_span(&self) -> BatchSpan {
+        BatchSpan::new(|| {
+            let mut core = self.parts.core.borrow_mut();
+            let observer = core.observer_mut();
+            (observer.shard(), observer.last_batch())
+        })
     }
 
     /// Step 8: waits for the next event, in the idle stage that fits.
@@ -464,6 +520,11 @@ where
             self.worked_at = self.parts.clock.latest();
         }
         let stage = self.stage();
+        if stage == Stage::Park {
+            // Nothing may happen for a long time: the metrics are brought
+            // up to date first.
+            self.export(true);
+        }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
             self.worked_at = self.parts.clock.read();

@@ -93,6 +93,10 @@ impl System for BatcherSystem {
         Some(self.batcher.runtime())
     }
 
+    fn engine_stats(&self) -> Option<ferry::ShardStats> {
+        Some(self.batcher.stats().total())
+    }
+
     fn idle_counts(&self) -> Option<IdleCounts> {
         let total = self.batcher.stats().total();
         Some(IdleCounts {

@@ -132,6 +132,10 @@ impl System for FerrySystem {
         Some(self.engine.runtime())
     }
 
+    fn engine_stats(&self) -> Option<ferry::ShardStats> {
+        Some(self.engine.stats().total())
+    }
+
     fn idle_counts(&self) -> Option<IdleCounts> {
         let total = self.engine.stats().total();
         Some(IdleCounts {

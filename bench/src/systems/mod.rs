@@ -127,6 +127,12 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// The engine's own figures, `stats().total()`; `None` for a system
+    /// that is not this engine.
+    fn engine_stats(&self) -> Option<::ferry::ShardStats> {
+        None
+    }
+
     /// Refuses new inputs, finishes what was admitted, and stops the
     /// system's threads. Called once the load has ended.
     fn close(&mut self);

@@ -1,0 +1,219 @@
+//! What a shard records about its own work as it happens, for
+//! [`ShardStats`]: the distributions (batch size, batch weight, queue time
+//! per input, batch time), the outcome of every answered input, and every
+//! refusal by reason.
+//!
+//! It lives in the shard's core and is written by the shard alone: plain
+//! counts, no atomics, no lock. The loop's publish phase hands the counts to
+//! readers (`stats.rs`) and, with the feature `metrics`, to the `metrics`
+//! facade (`metrics.rs`).
+
+use std::time::Duration;
+
+use crate::clock::nanos;
+use crate::core::{BatchOutcome, ShardCore, Waiter};
+use crate::queue::{Queue, Taken};
+use crate::refused::Refused;
+use crate::shard_id::ShardId;
+use crate::stats::{count_refusal, Histograms, ShardCounters, ShardStats};
+use crate::trace;
+
+/// The shard's recorder. See the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct Observer {
+    pub(crate) histograms: Histograms,
+    shard: ShardId,
+    last_batch: TakenBatch,
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        Self {
+            histograms: Histograms::default(),
+            shard: ShardId::new(0),
+            last_batch: TakenBatch::default(),
+        }
+    }
+}
+
+/// What is known of the batch taken last, for its span.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TakenBatch {
+    /// Its key's hash (0 for unkeyed batching).
+    pub(crate) key_hash: u64,
+    /// Its inputs.
+    pub(crate) size: usize,
+    /// Their weight.
+    pub(crate) weight: u64,
+    /// How long its oldest input waited, nanoseconds.
+    pub(crate) oldest_wait_ns: u64,
+}
+
+impl Observer {
+    /// The shard whose work this records (named in its events).
+    pub(crate) fn set_shard(&mut self, shard: ShardId) {
+        self.shard = shard;
+    }
+
+    /// A batch leaves the queue at `now`: counts its size and weight, and
+    /// wraps its items so that each counts its queue time as it passes.
+    pub(crate) fn watch<It: Iterator + Taken>(
+        &mut self,
+        now: Duration,
+        items: It,
+    ) -> Watched<'_, It> {
+        let (size, weight) = (items.size_hint().0, items.weight());
+        self.histograms.batch_size.record(size as u64);
+        self.histograms.batch_weight.record(weight);
+        self.last_batch = TakenBatch {
+            key_hash: items.key_hash(),
+            size,
+            weight,
+            oldest_wait_ns: 0,
+        };
+        Watched {
+            items,
+            observer: self,
+            now_ns: nanos(now),
+        }
+    }
+
+    /// A batch completed `took` after it started.
+    pub(crate) fn batch_done(&mut self, took: Duration) {
+        self.histograms.batch_time_ns.record(nanos(took));
+    }
+
+    /// An input was refused for `reason`.
+    pub(crate) fn refused(&mut self, stats: &mut ShardStats, reason: Refused) {
+        count_refusal(stats, reason, 1);
+        trace::refused(self.shard, reason);
+    }
+
+    /// The batch taken last.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn last_batch(&self) -> TakenBatch {
+        self.last_batch
+    }
+
+    /// The shard whose work this records.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn shard(&self) -> ShardId {
+        self.shard
+    }
+}
+
+/// A batch's items on their way out of the queue; see [`Observer::watch`].
+pub(crate) struct Watched<'o, It> {
+    items: It,
+    observer: &'o mut Observer,
+    now_ns: u64,
+}
+
+impl<It: Iterator + Taken> Iterator for Watched<'_, It> {
+    type Item = It::Item;
+
+    fn next(&mut self) -> Option<It::Item> {
+        let item = self.items.next()?;
+        let waited = self.now_ns.saturating_sub(self.items.arrival_ns());
+        self.observer.histograms.queue_time_ns.record(waited);
+        let batch = &mut self.observer.last_batch;
+        batch.oldest_wait_ns = batch.oldest_wait_ns.max(waited);
+        Some(item)
+    }
+}
+
+/// Counts the `inputs` callers of a finished batch by its outcome.
+pub(crate) fn count_outcome<O, E>(
+    stats: &mut ShardStats,
+    outcome: &BatchOutcome<O, E>,
+    inputs: usize,
+) {
+    let figure = match outcome {
+        BatchOutcome::Returned(Ok(outputs)) if outputs.len() == inputs => &mut stats.answered_ok,
+        BatchOutcome::Returned(Ok(_)) => &mut stats.wrong_output_count,
+        BatchOutcome::Returned(Err(_)) => &mut stats.failed,
+        BatchOutcome::Panicked => &mut stats.panicked,
+    };
+    *figure += inputs as u64;
+}
+
+/// The shard's thread ends: inputs sent and never answered (their batch
+/// was in flight, or finished and not yet answered) are counted `aborted`,
+/// and the final figures published.
+pub(crate) fn farewell<Q, I, O, E>(core: &mut ShardCore<Q, I, O, E>, counters: &ShardCounters)
+where
+    Q: Queue<Waiter<I, O, E>>,
+    E: Clone,
+{
+    let stats = core.stats();
+    let aborted = stats.sent.saturating_sub(stats.answered + stats.aborted);
+    core.stats_mut().aborted += aborted;
+    let shard = core.observer_mut().shard;
+    if aborted > 0 {
+        trace::aborted(shard, aborted);
+    }
+    #[cfg(feature = "metrics")]
+    crate::metrics::farewell(shard, aborted);
+    let stats = core.stats();
+    counters.publish(&stats, &mut core.observer_mut().histograms);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LanesConfig;
+    use crate::fifo::Fifo;
+    use crate::lanes::Lanes;
+
+    #[test]
+    fn a_taken_batch_counts_its_size_weight_and_each_wait() {
+        let mut lanes = Lanes::new(LanesConfig::default());
+        let ms = Duration::from_millis;
+        lanes.admit("k", 'a', 0, 2, ms(1)).unwrap();
+        lanes.admit("k", 'b', 0, 3, ms(4)).unwrap();
+        let mut observer = Observer::default();
+        let (_, _, items) = lanes
+            .take_with(ms(5), |items| {
+                observer.watch(ms(5), items).collect::<String>()
+            })
+            .unwrap();
+        assert_eq!(items, "ab");
+        let histograms = &observer.histograms;
+        assert_eq!(histograms.batch_size.count(), 1);
+        assert_eq!(histograms.batch_weight.value_of(5), 5);
+        assert_eq!(histograms.queue_time_ns.count(), 2);
+        let batch = observer.last_batch();
+        assert_eq!((batch.size, batch.weight), (2, 5));
+        assert_eq!(batch.key_hash, crate::key_hash(&"k"));
+        assert_eq!(batch.oldest_wait_ns, 4_000_000);
+    }
+
+    #[test]
+    fn unkeyed_batches_count_the_same_way() {
+        let mut fifo = Fifo::new(LanesConfig::default());
+        fifo.admit(1, 1, Duration::from_micros(10)).unwrap();
+        let mut observer = Observer::default();
+        let taken = fifo.take_with(Duration::from_micros(30), |items| {
+            observer.watch(Duration::from_micros(30), items).count()
+        });
+        assert_eq!(taken, Some(1));
+        assert_eq!(observer.last_batch().oldest_wait_ns, 20_000);
+        assert_eq!(observer.last_batch().key_hash, 0);
+    }
+
+    #[test]
+    fn outcomes_are_counted_per_input() {
+        let mut stats = ShardStats::default();
+        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Ok(vec![1, 2])), 2);
+        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Ok(vec![1])), 2);
+        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Err(())), 3);
+        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Panicked, 4);
+        let counted = (
+            stats.answered_ok,
+            stats.wrong_output_count,
+            stats.failed,
+            stats.panicked,
+        );
+        assert_eq!(counted, (2, 2, 3, 4));
+    }
+}

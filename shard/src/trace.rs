@@ -1,0 +1,166 @@
+//! The spans and events of the feature `tracing`, all with the target
+//! `ferry`:
+//!
+//! - a span `ferry_batch` per batch, at `DEBUG`, with the fields `shard`,
+//!   `key_hash`, `size`, `weight` and `oldest_wait_ns` (how long the
+//!   batch's oldest input waited to be taken); the batch function is called
+//!   inside it and its future runs inside it;
+//! - an event per refusal at `DEBUG` (`shard`, `reason`);
+//! - an event per fault at `WARN`, inside the batch's span: the batch
+//!   function failed, panicked or returned the wrong number of outputs; and
+//!   one as a shard's thread dies with batches in flight (`aborted`).
+//!
+//! Without the feature every item here is empty and inlined away: the
+//! shard pays nothing for it, not even a check.
+
+use std::future::Future;
+
+use crate::core::BatchOutcome;
+use crate::observe::TakenBatch;
+use crate::refused::Refused;
+use crate::shard_id::ShardId;
+
+/// The span of one batch; nothing without the feature.
+#[cfg(feature = "tracing")]
+pub(crate) struct BatchSpan(tracing::Span);
+
+/// The span of one batch; nothing without the feature.
+#[cfg(not(feature = "tracing"))]
+pub(crate) struct BatchSpan;
+
+/// A batch's span, kept to its end (nothing without the feature).
+#[cfg(feature = "tracing")]
+pub(crate) type Scope = tracing::Span;
+
+/// A batch's span, kept to its end (nothing without the feature).
+#[cfg(not(feature = "tracing"))]
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scope;
+
+/// A batch future inside its span.
+#[cfg(feature = "tracing")]
+pub(crate) type Attached<F> = tracing::instrument::Instrumented<F>;
+
+/// A batch future inside its span (without the feature, the future).
+#[cfg(not(feature = "tracing"))]
+pub(crate) type Attached<F> = F;
+
+impl BatchSpan {
+    /// The span of the batch that `batch` describes, with its shard
+    /// (`batch` is called only with the feature on).
+    #[inline(always)]
+    pub(crate) fn new(batch: impl FnOnce() -> (ShardId, TakenBatch)) -> Self {
+        #[cfg(feature = "tracing")]
+        {
+            let (shard, batch) = batch();
+            BatchSpan(tracing::debug_span!(
+                target: "ferry",
+                "ferry_batch",
+                shard = shard.index(),
+                key_hash = batch.key_hash,
+                size = batch.size,
+                weight = batch.weight,
+                oldest_wait_ns = batch.oldest_wait_ns,
+            ))
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = batch;
+            BatchSpan
+        }
+    }
+
+    /// A handle on the span that outlives this value, for the fault event
+    /// once the batch ends (nothing without the feature).
+    #[inline(always)]
+    pub(crate) fn scope(&self) -> Scope {
+        #[cfg(feature = "tracing")]
+        return self.0.clone();
+        #[cfg(not(feature = "tracing"))]
+        Scope
+    }
+
+    /// Runs `call` inside the span.
+    #[inline(always)]
+    pub(crate) fn in_scope<R>(&self, call: impl FnOnce() -> R) -> R {
+        #[cfg(feature = "tracing")]
+        return self.0.in_scope(call);
+        #[cfg(not(feature = "tracing"))]
+        call()
+    }
+
+    /// `future`, run inside the span each time it is polled.
+    #[inline(always)]
+    pub(crate) fn attach<F: Future>(self, future: F) -> Attached<F> {
+        #[cfg(feature = "tracing")]
+        return tracing::Instrument::instrument(future, self.0);
+        #[cfg(not(feature = "tracing"))]
+        future
+    }
+}
+
+/// A batch of `inputs` ended with `outcome`: a `WARN` event unless it
+/// returned one output per input. Called inside the batch's span.
+#[inline(always)]
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn fault<O, E>(outcome: &BatchOutcome<O, E>, inputs: usize) {
+    #[cfg(feature = "tracing")]
+    match outcome {
+        BatchOutcome::Returned(Ok(outputs)) if outputs.len() == inputs => {}
+        BatchOutcome::Returned(Ok(outputs)) => tracing::warn!(
+            target: "ferry",
+            expected = inputs,
+            got = outputs.len(),
+            "batch returned the wrong number of outputs"
+        ),
+        BatchOutcome::Returned(Err(_)) => {
+            tracing::warn!(target: "ferry", inputs, "batch function failed")
+        }
+        BatchOutcome::Panicked => {
+            tracing::warn!(target: "ferry", inputs, "batch function panicked")
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (outcome, inputs);
+}
+
+/// A scope of no span, for batches run outside the loop (tests).
+#[cfg(test)]
+pub(crate) fn no_scope() -> Scope {
+    #[cfg(feature = "tracing")]
+    return tracing::Span::none();
+    #[cfg(not(feature = "tracing"))]
+    Scope
+}
+
+/// [`fault`] inside the batch's span `scope`.
+#[inline(always)]
+pub(crate) fn fault_in<O, E>(scope: &Scope, outcome: &BatchOutcome<O, E>, inputs: usize) {
+    #[cfg(feature = "tracing")]
+    scope.in_scope(|| fault(outcome, inputs));
+    #[cfg(not(feature = "tracing"))]
+    let _ = (scope, outcome, inputs);
+}
+
+/// An input of `shard` was refused for `reason`.
+#[inline(always)]
+pub(crate) fn refused(shard: ShardId, reason: Refused) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(target: "ferry", shard = shard.index(), reason = ?reason, "input refused");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (shard, reason);
+}
+
+/// `shard`'s thread ended with `inputs` sent and never answered.
+#[inline(always)]
+pub(crate) fn aborted(shard: ShardId, inputs: u64) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(
+        target: "ferry",
+        shard = shard.index(),
+        inputs,
+        "shard stopped with batches in flight: their inputs are aborted"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = (shard, inputs);
+}
