@@ -65,7 +65,10 @@ pub struct Settings {
 pub struct MoveReport {
     /// From 1.
     pub id: MoveId,
-    /// When it began, from the start of the run.
+    /// When it was due, from the start of the run.
+    pub due: Duration,
+    /// When it began: later than due when the coordinator did not get the
+    /// CPU in time, or the previous move's revoke took that long.
     pub at: Duration,
     /// The old owner.
     pub from: usize,
@@ -188,7 +191,7 @@ impl Coordinator {
                 .duration
                 .mul_f64(f64::from(id) / f64::from(moves + 1));
             self.pump_until(self.started + due)?;
-            self.make_move(id)?;
+            self.make_move(id, due)?;
         }
         self.pump_until(self.started + self.settings.duration)?;
         for owner in 0..self.settings.instances {
@@ -201,7 +204,7 @@ impl Coordinator {
     }
 
     /// Moves every other key of one owner to the next.
-    fn make_move(&mut self, id: MoveId) -> Result<(), String> {
+    fn make_move(&mut self, id: MoveId, due: Duration) -> Result<(), String> {
         let instances = self.settings.instances;
         let from = (id as usize - 1) % instances;
         let to = id as usize % instances;
@@ -209,6 +212,7 @@ impl Coordinator {
         let keys: Vec<u64> = held.step_by(2).collect();
         self.moves.push(MoveReport {
             id,
+            due,
             at: self.started.elapsed(),
             from,
             to,

@@ -1,6 +1,8 @@
 //! The handover run as text: what was run, each move, the whole run, the
 //! read-back and the verdict.
 
+use std::time::Duration;
+
 use crate::duration::format_duration;
 use crate::report::thousands;
 
@@ -82,8 +84,14 @@ fn move_lines(record: &MoveReport) -> String {
         ),
         _ => "served none of them".to_string(),
     };
+    let late = record.at.saturating_sub(record.due);
+    let due = if late > Duration::from_millis(10) {
+        format!(" (due at {:.2} s)", record.due.as_secs_f64())
+    } else {
+        String::new()
+    };
     format!(
-        "move {} at {:.2} s: {} keys, owner {} to owner {}\n  \
+        "move {} at {:.2} s{due}: {} keys, owner {} to owner {}\n  \
          old owner at the move: {} inputs in flight; its callers then got {} ok, {} Failed(Fenced), {} other errors\n  \
          old owner's fenced batches: {} (at the write {}, at the read {}, known {})\n  \
          new owner took {} rows, {served}\n",
@@ -113,8 +121,13 @@ fn verdict_line(report: &HandoverReport) -> String {
         }
         Fence::Off if failures.is_empty() && verdict.anomalies() > 0 => format!(
             "verdict (control, no fence): the read-back shows what the fence prevents: {} seqs applied twice, {} out of order, {} keys not 1..=last_seq",
-            verdict.applied_twice, verdict.out_of_order, verdict.not_a_prefix
+            thousands(verdict.applied_twice),
+            thousands(verdict.out_of_order),
+            verdict.not_a_prefix
         ),
+        Fence::Off if failures.is_empty() && report.settings.lag.is_zero() => {
+            "verdict (control, no fence): no anomaly, as a graceful handover (revoke, flush, then assign) needs no fence; the fence is for an old owner not told in time (--handover-lag above 0)".to_string()
+        }
         Fence::Off if failures.is_empty() => {
             "verdict (control, no fence): NO ANOMALY APPEARED: this run did not show what the fence is for; raise --handover-lag or --moves".to_string()
         }
