@@ -59,7 +59,8 @@ struct Args {
     mode: Keying,
 
     /// Ferry (or batcher) shards (threads, pinned to CPUs 0..N when the
-    /// machine has N) [default: the CPUs this process may use]
+    /// machine has N) [default: the CPUs this process may use; with
+    /// --handover, 2 per owner]
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 

@@ -48,7 +48,7 @@ pub fn text(report: &HandoverReport) -> String {
         thousands(verdict.acknowledged),
         thousands(verdict.applied),
         thousands(batches.applied),
-        batches.conflicts,
+        thousands(batches.conflicts),
         batches.fenced(),
         batches.fenced_at_write,
         batches.fenced_at_read,
@@ -57,11 +57,11 @@ pub fn text(report: &HandoverReport) -> String {
     text += &format!(
         "read back: {} rows; {} lost, {} applied twice, {} out of order, {} keys not exactly 1..=last_seq, {} applied but never acknowledged\n",
         verdict.rows,
-        verdict.lost,
-        verdict.applied_twice,
-        verdict.out_of_order,
+        thousands(verdict.lost),
+        thousands(verdict.applied_twice),
+        thousands(verdict.out_of_order),
         verdict.not_a_prefix,
-        verdict.unacknowledged,
+        thousands(verdict.unacknowledged),
     );
     text + &verdict_line(report) + "\n"
 }

@@ -8,8 +8,7 @@
 //! - Without it (the control), the read-back finds seqs applied twice or
 //!   out of order: the check can see what the fence prevents. A zombie
 //!   that happens not to write in the lag would hide it, so the control is
-//!   given up to [`CONTROL_ATTEMPTS`] runs (one has always been enough
-//!   here).
+//!   given up to [`CONTROL_ATTEMPTS`] runs.
 
 use std::path::PathBuf;
 use std::process::Command;
