@@ -143,7 +143,9 @@ struct TenureState {
     stop: AtomicBool,
     /// Set when the key moved away: count the callers' outcomes from now.
     moved: AtomicBool,
+    /// Inputs submitted and not yet answered.
     in_flight: AtomicU64,
+    /// Answered ok once `moved` was set.
     ok_after_move: AtomicU64,
     /// Fenced answers; they come only after the move.
     fenced: AtomicU64,
