@@ -12,6 +12,9 @@
 //! - [`systems`]: ferry, single-lock, batch-aint-one and unbatched behind
 //!   one trait, and for `--mode unkeyed` batcher, batch-aint-one on one key
 //!   and single-lock-fifo;
+//! - [`handover`]: keys moving between owners in separate processes
+//!   against a real store, fenced by an owner epoch, and the read-back that
+//!   checks nothing was lost or applied twice;
 //! - [`overload`]: the overload scenario (a store that slows down, callers
 //!   that give up): goodput, waste and recovery;
 //! - [`run`]: one system at one shard count, from start to figures;
@@ -60,6 +63,7 @@
 pub mod cpu;
 pub mod dist;
 pub mod duration;
+pub mod handover;
 pub mod load;
 pub mod overload;
 pub mod plot;

@@ -16,6 +16,7 @@ use clap::Parser;
 
 use ferry_bench::dist::{KeyDist, KeySampler};
 use ferry_bench::duration::{format_duration, parse_duration};
+use ferry_bench::handover;
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::overload::Slowdown;
 use ferry_bench::report::{self, JsonReport, RunResult};
@@ -58,7 +59,8 @@ struct Args {
     mode: Keying,
 
     /// Ferry (or batcher) shards (threads, pinned to CPUs 0..N when the
-    /// machine has N) [default: the CPUs this process may use]
+    /// machine has N) [default: the CPUs this process may use; with
+    /// --handover, 2 per owner]
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 
@@ -67,9 +69,9 @@ struct Args {
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     sweep_shards: Vec<usize>,
 
-    /// Distinct keys, 0..K
-    #[arg(long, value_name = "K", default_value_t = 1_000)]
-    keys: u64,
+    /// Distinct keys, 0..K [default: 1000; with --handover, 32]
+    #[arg(long, value_name = "K")]
+    keys: Option<u64>,
 
     /// How inputs pick their key: uniform, or zipf:S (key k has weight 1/(k+1)^S)
     #[arg(long, value_name = "uniform|zipf:S", default_value = "zipf:1.0")]
@@ -84,9 +86,10 @@ struct Args {
     #[arg(long, value_name = "C", default_value_t = 2_000)]
     clients: usize,
 
-    /// Measured time per system (after the warm-up)
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "4s")]
-    duration: Duration,
+    /// Measured time per system (after the warm-up) [default: 4s; with
+    /// --handover, the whole run: 6s]
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    duration: Option<Duration>,
 
     /// Load before measuring, per system
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1s")]
@@ -216,6 +219,48 @@ struct Args {
     /// goes before its caller does]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     max_queue_time: Option<Duration>,
+
+    /// The handover scenario (docs/scale-out.md), on a real --store: owners
+    /// in separate processes, each with its own engine (--shards tokio
+    /// shards, one connection each), producing each key's next sequence
+    /// numbers; --moves times a share of the keys moves to another owner.
+    /// A batch reads the key's row and appends its seqs on the condition of
+    /// the version read and the owner's epoch. After the run the store is
+    /// read back: nothing acknowledged lost, nothing applied twice, each
+    /// key's seqs exactly 1..=last_seq. Exits 1 if a check fails
+    #[arg(long)]
+    handover: bool,
+
+    /// --handover: owners (processes)
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    instances: usize,
+
+    /// --handover: moves during the run, spread evenly; each moves every
+    /// other key of one owner to the next
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    moves: usize,
+
+    /// --handover: how long after a key's new owner is assigned it the old
+    /// owner is told it lost it (a zombie meanwhile, batches in flight). 0:
+    /// revoke, flush, then assign (the graceful handover)
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "20ms")]
+    handover_lag: Duration,
+
+    /// --handover: leave the owner epoch out of the write's condition (the
+    /// control): a stale owner's writes then land, and the read-back counts
+    /// seqs applied twice and out of order instead of failing on them
+    #[arg(long)]
+    no_fence: bool,
+
+    /// --handover: inputs of one key submitted and not yet answered on its
+    /// owner, at most
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    handover_outstanding: usize,
+
+    /// Run as owner N of a --handover run, told what to do on stdin (the
+    /// coordinator starts these)
+    #[arg(long, value_name = "N", hide = true)]
+    handover_worker: Option<usize>,
 }
 
 fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
@@ -223,9 +268,20 @@ fn parse_slowdown(text: &str) -> Result<Slowdown, String> {
 }
 
 impl Args {
+    /// `--keys`, or its default for the mode.
+    fn keys(&self) -> u64 {
+        self.keys.unwrap_or(if self.handover { 32 } else { 1_000 })
+    }
+
+    /// `--duration`, or its default for the mode.
+    fn duration(&self) -> Duration {
+        let default = if self.handover { 6 } else { 4 };
+        self.duration.unwrap_or(Duration::from_secs(default))
+    }
+
     fn check(&self) -> Result<(), String> {
         let at_least_one = [
-            ("--keys", self.keys as usize),
+            ("--keys", self.keys() as usize),
             ("--max-batch-size", self.max_batch_size),
             ("--max-in-flight", self.max_in_flight),
             ("--max-queueing", self.max_queueing),
@@ -247,7 +303,7 @@ impl Args {
         if self.rate == 0.0 && self.clients == 0 {
             return Err("--clients must be at least 1 in a closed loop (--rate 0)".to_string());
         }
-        if self.duration.is_zero() {
+        if self.duration().is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
         if self.store_slowdown.is_some() && (self.store.is_real() || self.store_rtt.is_zero()) {
@@ -264,8 +320,51 @@ impl Args {
                 self.store
             ));
         }
+        if self.handover || self.handover_worker.is_some() {
+            return self.check_handover();
+        }
         self.systems()?;
         Ok(())
+    }
+
+    fn check_handover(&self) -> Result<(), String> {
+        if !self.store.is_real() {
+            return Err(
+                "--handover needs a real store: --store postgres://… or --store redis://…"
+                    .to_string(),
+            );
+        }
+        if self.instances < 2 || self.handover_outstanding == 0 {
+            return Err("--handover needs --instances of at least 2 and --handover-outstanding of at least 1".to_string());
+        }
+        Ok(())
+    }
+
+    /// The handover run's settings from the flags.
+    fn handover_settings(&self) -> Result<handover::Settings, String> {
+        Ok(handover::Settings {
+            store: self.store.clone(),
+            worker_program: std::env::current_exe()
+                .map_err(|err| format!("could not find this program to start the owners: {err}"))?,
+            instances: self.instances,
+            keys: self.keys(),
+            moves: self.moves,
+            duration: self.duration(),
+            lag: self.handover_lag,
+            fence: self.fence(),
+            shards: self.shards.unwrap_or(2),
+            max_batch_size: self.max_batch_size,
+            max_in_flight: self.max_in_flight,
+            outstanding_per_key: self.handover_outstanding,
+        })
+    }
+
+    fn fence(&self) -> handover::Fence {
+        if self.no_fence {
+            handover::Fence::Off
+        } else {
+            handover::Fence::On
+        }
     }
 
     /// The systems `--compare` names for `--mode`, or its default ones.
@@ -309,7 +408,7 @@ impl Args {
 
     fn describe(&self) -> String {
         let keys = match self.mode {
-            Keying::Keyed => format!("{} keys {}", report::thousands(self.keys), self.dist),
+            Keying::Keyed => format!("{} keys {}", report::thousands(self.keys()), self.dist),
             Keying::Unkeyed => "unkeyed".to_string(),
         };
         let load = if self.rate > 0.0 {
@@ -328,7 +427,7 @@ impl Args {
             "{keys}, {store}, {load}, max batch {}, delay {}, {} per system after {} warm-up, {} generator threads",
             self.max_batch_size,
             format_duration(self.max_batch_delay),
-            format_duration(self.duration),
+            format_duration(self.duration()),
             format_duration(self.warmup),
             self.generators,
         );
@@ -373,7 +472,12 @@ fn main() -> ExitCode {
         eprintln!("ferry-load: {problem}");
         return ExitCode::from(2);
     }
-    match run(&args) {
+    let ran = match args.handover_worker {
+        Some(_) => handover_worker(&args).map(|()| true),
+        None if args.handover => run_handover(&args),
+        None => run(&args),
+    };
+    match ran {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(problem) => {
@@ -395,12 +499,33 @@ fn parse_runtime(name: &str) -> Result<ferry::Runtime, String> {
     }
 }
 
+/// `--handover`: the run, its report, and whether it passed.
+fn run_handover(args: &Args) -> Result<bool, String> {
+    let settings = args.handover_settings()?;
+    eprintln!("ferry-load: {}", handover::report::describe(&settings));
+    let report = handover::run(&settings)?;
+    print!("{}", handover::report::text(&report));
+    Ok(handover::report::passed(&report))
+}
+
+/// `--handover-worker N`: one owner of a handover run.
+fn handover_worker(args: &Args) -> Result<(), String> {
+    handover::serve(handover::WorkerSettings {
+        store: args.store.clone(),
+        shards: args.shards.unwrap_or(2),
+        max_batch_size: args.max_batch_size,
+        max_in_flight: args.max_in_flight,
+        outstanding_per_key: args.handover_outstanding,
+        fence: args.fence(),
+    })
+}
+
 /// Opens the store, runs every system on it, and ends it (a real store's
 /// table or keys removed) whatever the runs did; `Ok(false)` if a run lost
 /// inputs, ferry conflicted, or a read-back did not match.
 fn run(args: &Args) -> Result<bool, String> {
-    let sampler = KeySampler::new(args.dist, args.keys)?;
-    let store = Store::open(&args.store, args.keys, args.store_rtt)?;
+    let sampler = KeySampler::new(args.dist, args.keys())?;
+    let store = Store::open(&args.store, args.keys(), args.store_rtt)?;
     let ran = run_on(args, sampler, store);
     let stopped = store.stop();
     let clean = ran?;
@@ -469,7 +594,7 @@ fn load(args: &Args, sampler: KeySampler) -> Load {
         generators: args.generators,
         sampler: Arc::new(sampler),
         warmup: args.warmup,
-        duration: args.duration,
+        duration: args.duration(),
         drain_timeout: args.drain_timeout,
         seed: args.seed,
         timeout: args.timeout,

@@ -53,8 +53,8 @@ use std::time::Duration;
 use futures::future::Either;
 use hdrhistogram::Histogram;
 
-mod on_postgres;
-mod on_redis;
+pub(crate) mod on_postgres;
+pub(crate) mod on_redis;
 pub mod sim;
 
 pub use on_postgres::{PgConnection, PgStore, TABLE as POSTGRES_TABLE};
@@ -482,7 +482,7 @@ pub fn new_histogram() -> Histogram<u64> {
 
 /// The tokio runtime a real store's own requests (set-up, reset, read-back,
 /// clean-up) run on: one thread, this one, only while they run.
-fn admin_runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn admin_runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

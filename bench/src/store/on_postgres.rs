@@ -297,7 +297,9 @@ impl PgConnection {
     }
 }
 
-async fn connect(config: &Config, shown: &str) -> Result<Client, String> {
+/// A client connected to `config` (shown as `shown`), its connection a
+/// task on the calling thread's runtime.
+pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, String> {
     let (client, connection) = config.connect(NoTls).await.map_err(|err| {
         format!(
             "could not connect to {shown}: {} (is the server running and the URL's user, database and port right?)",
@@ -322,7 +324,7 @@ fn server_error(err: tokio_postgres::Error) -> StoreError {
 
 /// tokio-postgres's error with what caused it (its own message is one
 /// word for every server error).
-fn said(err: &tokio_postgres::Error) -> String {
+pub(crate) fn said(err: &tokio_postgres::Error) -> String {
     match err.source() {
         Some(cause) => format!("{err}: {cause}"),
         None => err.to_string(),

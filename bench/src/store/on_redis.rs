@@ -289,7 +289,9 @@ impl RedisConnection {
     }
 }
 
-async fn connect(client: &Client, shown: &str) -> Result<MultiplexedConnection, String> {
+/// A multiplexed connection to `client`'s server (shown as `shown`), with
+/// no response timeout (see the module docs).
+pub(crate) async fn connect(client: &Client, shown: &str) -> Result<MultiplexedConnection, String> {
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         .set_response_timeout(None);

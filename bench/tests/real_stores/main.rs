@@ -15,8 +15,13 @@
 //! - the unkeyed systems alike (their appends cannot conflict);
 //! - `ferry-load --store …` runs the four systems, passes its read-backs,
 //!   exits 0, and leaves nothing behind on the server; and against a server
-//!   that is not there it fails at once with a message.
+//!   that is not there it fails at once with a message;
+//! - the handover of `docs/scale-out.md` (`handover.rs`): keys moving
+//!   between two owner processes, fenced by an owner epoch, nothing lost or
+//!   applied twice; and without the fence, the read-back sees the double
+//!   application.
 
+mod handover;
 mod servers;
 
 use std::process::Command;
@@ -56,6 +61,24 @@ fn every_system_on_a_private_redis() {
     let server = servers::redis();
     every_system_on(&server);
     the_command_line_runs_and_leaves_nothing(&server, redis_keys_exist);
+}
+
+#[test]
+fn handover_on_a_private_postgres() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let server = servers::postgres();
+    handover::fenced_handover_holds(&server);
+    handover::the_unfenced_control_shows_the_double_application(&server);
+    handover::the_command_line_passes_and_leaves_nothing(&server, handover::postgres_rows_left);
+}
+
+#[test]
+fn handover_on_a_private_redis() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let server = servers::redis();
+    handover::fenced_handover_holds(&server);
+    handover::the_unfenced_control_shows_the_double_application(&server);
+    handover::the_command_line_passes_and_leaves_nothing(&server, handover::redis_rows_left);
 }
 
 #[test]

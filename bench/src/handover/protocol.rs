@@ -1,0 +1,398 @@
+//! What the coordinator and an owner say to each other: one line each,
+//! the coordinator's [`Command`]s on the owner's stdin, the owner's
+//! [`Report`]s on its stdout. Words separated by spaces, counts as
+//! `name=value`, key lists as `1,5,9`, seq ranges as `1-40,45-90` (`-`:
+//! none).
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::batch::BatchCounts;
+
+/// A move's number in the run, from 1.
+pub type MoveId = u32;
+
+/// The coordinator to an owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// The partition map gives `key` to this owner at `epoch`: take the row,
+    /// then produce from its `last_seq + 1`.
+    Assign {
+        /// The key.
+        key: u64,
+        /// Its new epoch.
+        epoch: u64,
+    },
+    /// For the report only, changing nothing the owner does: the keys were
+    /// just assigned elsewhere; count what is in flight now and from here
+    /// on. The owner is a zombie for them until the revoke.
+    Moving {
+        /// The move.
+        id: MoveId,
+        /// The keys it moves away from this owner.
+        keys: Vec<u64>,
+    },
+    /// Stop producing the keys, flush, and report.
+    Revoke {
+        /// The move.
+        id: MoveId,
+        /// The keys it takes from this owner.
+        keys: Vec<u64>,
+    },
+    /// The run is over: stop every key, flush, report what was acknowledged,
+    /// and exit.
+    Stop,
+}
+
+/// What the stale owner's callers got, from the move on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallerOutcomes {
+    /// Inputs submitted and not yet answered when the move happened.
+    pub in_flight_at_move: u64,
+    /// Answered ok after the move.
+    pub ok: u64,
+    /// Answered `Failed(Fenced)` (all of them come after the move).
+    pub fenced: u64,
+    /// Answered any other error.
+    pub failed: u64,
+}
+
+/// An owner to the coordinator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// The engine started, every shard connected.
+    Ready,
+    /// Took `key`'s row at `epoch`; the row said `last_seq`.
+    Took {
+        /// The key.
+        key: u64,
+        /// The epoch taken with.
+        epoch: u64,
+        /// The last seq applied before.
+        last_seq: u64,
+    },
+    /// Could not take `key` at `epoch`: a newer owner holds it.
+    Stale {
+        /// The key.
+        key: u64,
+        /// The epoch refused.
+        epoch: u64,
+    },
+    /// The first batch of `key` at `epoch` was applied, `micros` after the
+    /// assignment reached the owner.
+    Served {
+        /// The key.
+        key: u64,
+        /// The epoch.
+        epoch: u64,
+        /// Microseconds from the assignment to the first input answered ok.
+        micros: u64,
+    },
+    /// A revoke is done: the keys' inputs are all answered.
+    Revoked {
+        /// The move.
+        id: MoveId,
+        /// What their callers got.
+        callers: CallerOutcomes,
+        /// The owner's batch counts since its previous report.
+        batches: BatchCounts,
+    },
+    /// At the end: the seqs of `key` this owner answered ok.
+    Acked {
+        /// The key.
+        key: u64,
+        /// Inclusive ranges, ascending.
+        ranges: Vec<(u64, u64)>,
+    },
+    /// At the end, after every `Acked`: the owner's batch counts in all.
+    Done {
+        /// Over the whole run.
+        batches: BatchCounts,
+    },
+    /// The owner cannot go on.
+    Failed(String),
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Assign { key, epoch } => write!(f, "assign {key} {epoch}"),
+            Command::Moving { id, keys } => write!(f, "moving {id} {}", key_list(keys)),
+            Command::Revoke { id, keys } => write!(f, "revoke {id} {}", key_list(keys)),
+            Command::Stop => f.write_str("stop"),
+        }
+    }
+}
+
+impl FromStr for Command {
+    type Err = String;
+
+    fn from_str(line: &str) -> Result<Self, String> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["assign", key, epoch] => Ok(Command::Assign {
+                key: number(key)?,
+                epoch: number(epoch)?,
+            }),
+            ["moving", id, keys] => Ok(Command::Moving {
+                id: number(id)?,
+                keys: parse_keys(keys)?,
+            }),
+            ["revoke", id, keys] => Ok(Command::Revoke {
+                id: number(id)?,
+                keys: parse_keys(keys)?,
+            }),
+            ["stop"] => Ok(Command::Stop),
+            _ => Err(format!("not a command: `{line}`")),
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Report::Ready => f.write_str("ready"),
+            Report::Took {
+                key,
+                epoch,
+                last_seq,
+            } => write!(f, "took {key} {epoch} {last_seq}"),
+            Report::Stale { key, epoch } => write!(f, "stale {key} {epoch}"),
+            Report::Served { key, epoch, micros } => write!(f, "served {key} {epoch} {micros}"),
+            Report::Revoked {
+                id,
+                callers,
+                batches,
+            } => {
+                write!(
+                    f,
+                    "revoked {id} {} {}",
+                    callers_fields(callers),
+                    batch_fields(batches)
+                )
+            }
+            Report::Acked { key, ranges } => write!(f, "acked {key} {}", range_list(ranges)),
+            Report::Done { batches } => write!(f, "done {}", batch_fields(batches)),
+            Report::Failed(why) => write!(f, "failed {}", why.replace('\n', " ")),
+        }
+    }
+}
+
+impl FromStr for Report {
+    type Err = String;
+
+    fn from_str(line: &str) -> Result<Self, String> {
+        if let Some(why) = line.strip_prefix("failed ") {
+            return Ok(Report::Failed(why.to_string()));
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["ready"] => Ok(Report::Ready),
+            ["took", key, epoch, last_seq] => Ok(Report::Took {
+                key: number(key)?,
+                epoch: number(epoch)?,
+                last_seq: number(last_seq)?,
+            }),
+            ["stale", key, epoch] => Ok(Report::Stale {
+                key: number(key)?,
+                epoch: number(epoch)?,
+            }),
+            ["served", key, epoch, micros] => Ok(Report::Served {
+                key: number(key)?,
+                epoch: number(epoch)?,
+                micros: number(micros)?,
+            }),
+            ["revoked", id, fields @ ..] => Ok(Report::Revoked {
+                id: number(id)?,
+                callers: parse_callers(fields)?,
+                batches: parse_batches(fields)?,
+            }),
+            ["acked", key, ranges] => Ok(Report::Acked {
+                key: number(key)?,
+                ranges: parse_ranges(ranges)?,
+            }),
+            ["done", fields @ ..] => Ok(Report::Done {
+                batches: parse_batches(fields)?,
+            }),
+            _ => Err(format!("not a report: `{line}`")),
+        }
+    }
+}
+
+/// Ascending seqs as inclusive ranges of consecutive ones.
+pub fn ranges_of(sorted: &[u64]) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &seq in sorted {
+        match ranges.last_mut() {
+            Some((_, end)) if seq == *end + 1 => *end = seq,
+            Some((_, end)) if seq == *end => {}
+            _ => ranges.push((seq, seq)),
+        }
+    }
+    ranges
+}
+
+fn callers_fields(callers: &CallerOutcomes) -> String {
+    format!(
+        "in_flight_at_move={} ok={} fenced={} failed={}",
+        callers.in_flight_at_move, callers.ok, callers.fenced, callers.failed
+    )
+}
+
+fn batch_fields(batches: &BatchCounts) -> String {
+    format!(
+        "applied={} conflicts={} fenced_at_write={} fenced_at_read={} fenced_known={}",
+        batches.applied,
+        batches.conflicts,
+        batches.fenced_at_write,
+        batches.fenced_at_read,
+        batches.fenced_known
+    )
+}
+
+fn parse_callers(fields: &[&str]) -> Result<CallerOutcomes, String> {
+    Ok(CallerOutcomes {
+        in_flight_at_move: field(fields, "in_flight_at_move")?,
+        ok: field(fields, "ok")?,
+        fenced: field(fields, "fenced")?,
+        failed: field(fields, "failed")?,
+    })
+}
+
+fn parse_batches(fields: &[&str]) -> Result<BatchCounts, String> {
+    Ok(BatchCounts {
+        applied: field(fields, "applied")?,
+        conflicts: field(fields, "conflicts")?,
+        fenced_at_write: field(fields, "fenced_at_write")?,
+        fenced_at_read: field(fields, "fenced_at_read")?,
+        fenced_known: field(fields, "fenced_known")?,
+    })
+}
+
+/// The value of `name=value` among `fields`.
+fn field(fields: &[&str], name: &str) -> Result<u64, String> {
+    fields
+        .iter()
+        .find_map(|word| word.strip_prefix(name)?.strip_prefix('='))
+        .ok_or_else(|| format!("no `{name}=` in `{}`", fields.join(" ")))
+        .and_then(number)
+}
+
+fn number<T: FromStr>(word: &str) -> Result<T, String> {
+    word.parse()
+        .map_err(|_| format!("`{word}` is not a number"))
+}
+
+fn key_list(keys: &[u64]) -> String {
+    keys.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_keys(list: &str) -> Result<Vec<u64>, String> {
+    list.split(',').map(number).collect()
+}
+
+fn range_list(ranges: &[(u64, u64)]) -> String {
+    if ranges.is_empty() {
+        return "-".to_string();
+    }
+    let each = ranges.iter().map(|(start, end)| format!("{start}-{end}"));
+    each.collect::<Vec<_>>().join(",")
+}
+
+fn parse_ranges(list: &str) -> Result<Vec<(u64, u64)>, String> {
+    if list == "-" {
+        return Ok(Vec::new());
+    }
+    list.split(',')
+        .map(|range| {
+            let (start, end) = range
+                .split_once('-')
+                .ok_or_else(|| format!("`{range}` is not a range"))?;
+            Ok((number(start)?, number(end)?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_reads_back_as_what_was_written() {
+        let commands = [
+            Command::Assign { key: 7, epoch: 3 },
+            Command::Moving {
+                id: 2,
+                keys: vec![1, 5, 9],
+            },
+            Command::Revoke {
+                id: 2,
+                keys: vec![4],
+            },
+            Command::Stop,
+        ];
+        for command in commands {
+            assert_eq!(command.to_string().parse::<Command>(), Ok(command.clone()));
+        }
+        assert!("assign 1".parse::<Command>().is_err());
+    }
+
+    #[test]
+    fn every_report_reads_back_as_what_was_written() {
+        let batches = BatchCounts {
+            applied: 10,
+            conflicts: 1,
+            fenced_at_write: 2,
+            fenced_at_read: 3,
+            fenced_known: 4,
+        };
+        let reports = [
+            Report::Ready,
+            Report::Took {
+                key: 1,
+                epoch: 2,
+                last_seq: 40,
+            },
+            Report::Stale { key: 1, epoch: 2 },
+            Report::Served {
+                key: 1,
+                epoch: 2,
+                micros: 950,
+            },
+            Report::Revoked {
+                id: 3,
+                callers: CallerOutcomes {
+                    in_flight_at_move: 4,
+                    ok: 5,
+                    fenced: 6,
+                    failed: 0,
+                },
+                batches,
+            },
+            Report::Acked {
+                key: 3,
+                ranges: vec![(1, 40), (45, 45)],
+            },
+            Report::Acked {
+                key: 4,
+                ranges: vec![],
+            },
+            Report::Done { batches },
+            Report::Failed("the store: gone".to_string()),
+        ];
+        for report in reports {
+            assert_eq!(report.to_string().parse::<Report>(), Ok(report.clone()));
+        }
+        assert!("revoked 1 ok=2".parse::<Report>().is_err());
+    }
+
+    #[test]
+    fn consecutive_seqs_make_one_range() {
+        assert_eq!(ranges_of(&[1, 2, 3, 5, 6, 9]), vec![(1, 3), (5, 6), (9, 9)]);
+        assert_eq!(ranges_of(&[]), vec![]);
+        assert_eq!(ranges_of(&[4, 4, 5]), vec![(4, 5)]);
+    }
+}
