@@ -52,6 +52,59 @@ fn scrape(address: SocketAddr) -> std::io::Result<String> {
     Ok(response)
 }
 
+/// Two shards whose stand-in store takes 200 µs a batch and refuses
+/// account 13's writes.
+fn start_engine() -> Result<Engine<u32, Deposit, i64, String>, ferry::StartError> {
+    Engine::builder()
+        .shards(2)
+        .pin(false)
+        .max_batch_size(128)
+        .max_in_flight_batches(32)
+        .start(|_shard| {
+            // A stand-in for one conditional write per batch to a store.
+            move |account: u32, deposits: Vec<Deposit>| async move {
+                glommio::timer::sleep(Duration::from_micros(200)).await;
+                if account == 13 {
+                    return Err("account 13 is frozen".to_string());
+                }
+                Ok::<_, String>(deposits.iter().map(|d| d.cents).collect())
+            }
+        })
+}
+
+/// 20,000 deposits from as many tasks; how many were shed (`Full`) and how
+/// many failed.
+async fn deposit_all(
+    engine: &Engine<u32, Deposit, i64, String>,
+) -> Result<(u32, u32), tokio::task::JoinError> {
+    let tasks: Vec<_> = (0..20_000u32)
+        .map(|n| {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let deposit = Deposit {
+                    account: n % 100,
+                    cents: i64::from(n % 7),
+                };
+                match engine.submit(deposit.account, deposit).await {
+                    Ok(_) => (0, 0),
+                    Err(FerryError::Refused {
+                        reason: Refused::Full,
+                        ..
+                    }) => (1, 0),
+                    Err(FerryError::Failed(_)) => (0, 1),
+                    Err(other) => panic!("deposit failed: {other}"),
+                }
+            })
+        })
+        .collect();
+    let (mut shed, mut failed) = (0, 0);
+    for task in tasks {
+        let (s, f) = task.await?;
+        (shed, failed) = (shed + s, failed + f);
+    }
+    Ok((shed, failed))
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -64,52 +117,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .install()?;
     println!("metrics at http://{address}/metrics");
 
-    let engine: Engine<u32, Deposit, i64, String> = Engine::builder()
-        .shards(2)
-        .pin(false)
-        .max_batch_size(128)
-        .max_in_flight_batches(32)
-        .start(|_shard| {
-            // A stand-in for one conditional write per batch to a store,
-            // which refuses account 13's.
-            move |account: u32, deposits: Vec<Deposit>| async move {
-                glommio::timer::sleep(Duration::from_micros(200)).await;
-                if account == 13 {
-                    return Err("account 13 is frozen".to_string());
-                }
-                Ok::<_, String>(deposits.iter().map(|d| d.cents).collect())
-            }
-        })?;
-
+    let engine = start_engine()?;
     let started = Instant::now();
-    let tasks: Vec<_> = (0..20_000u32)
-        .map(|n| {
-            let engine = engine.clone();
-            tokio::spawn(async move {
-                let deposit = Deposit {
-                    account: n % 100,
-                    cents: i64::from(n % 7),
-                };
-                match engine.submit(deposit.account, deposit).await {
-                    Ok(_) => Ok(()),
-                    Err(FerryError::Refused {
-                        input,
-                        reason: Refused::Full,
-                    }) => Err(Some(input)),
-                    Err(FerryError::Failed(_)) => Err(None),
-                    Err(other) => panic!("deposit failed: {other}"),
-                }
-            })
-        })
-        .collect();
-    let (mut shed, mut failed) = (0, 0);
-    for task in tasks {
-        match task.await? {
-            Ok(()) => {}
-            Err(Some(_)) => shed += 1,
-            Err(None) => failed += 1,
-        }
-    }
+    let (shed, failed) = deposit_all(&engine).await?;
     let stats = engine.stats().total();
     println!(
         "20000 deposits over 100 accounts in {:?}: {} batches (mean {:.1} per batch), \

@@ -57,14 +57,10 @@ fn value(body: &str, name: &str, labels: &[&str]) -> f64 {
         .sum()
 }
 
-#[test]
-fn the_exporter_shows_every_family_and_the_failed_batch() {
-    let address = free_port();
-    PrometheusBuilder::new()
-        .with_http_listener(address)
-        .install()
-        .expect("install the exporter");
-
+/// Twenty inputs on twenty keys over two shards, key `FAILING`'s batch
+/// failing; the engine closed and joined, so every shard exported its last
+/// round. Its totals.
+fn run_batches() -> ferry::ShardStats {
     let engine: Engine<u32, u32, u32, String> = Engine::builder()
         .shards(2)
         .pin(false)
@@ -87,62 +83,58 @@ fn the_exporter_shows_every_family_and_the_failed_batch() {
         }
     }
     engine.close();
-    // The last round of each shard exports everything it counted.
     engine.join();
-    let total = engine.stats().total();
+    engine.stats().total()
+}
+
+#[test]
+fn the_exporter_shows_every_family_and_the_failed_batch() {
+    let address = free_port();
+    PrometheusBuilder::new()
+        .with_http_listener(address)
+        .install()
+        .expect("install the exporter");
+    let total = run_batches();
     assert_eq!(
         (total.answered, total.failed, total.answered_ok),
         (20, 1, 19)
     );
-
     let body = scrape(address);
-    let failed = value(&body, "ferry_answered_total", &[r#"outcome="failed""#]);
+    assert_counters(&body, &total);
+    assert_histograms(&body, &total);
+}
+
+/// The counters and gauges of `body` against the engine's `total`.
+fn assert_counters(body: &str, total: &ferry::ShardStats) {
+    let failed = value(body, "ferry_answered_total", &[r#"outcome="failed""#]);
     assert_eq!(failed, 1.0, "the failing batch is a fault:\n{body}");
     assert_eq!(
-        value(&body, "ferry_answered_total", &[r#"outcome="ok""#]),
+        value(body, "ferry_answered_total", &[r#"outcome="ok""#]),
         19.0
     );
     assert_eq!(
-        value(&body, "ferry_batches_total", &[]),
+        value(body, "ferry_batches_total", &[]),
         total.batches as f64
     );
     assert_eq!(
-        value(&body, "ferry_admitted_total", &[r#"shard="0""#])
-            + value(&body, "ferry_admitted_total", &[r#"shard="1""#]),
+        value(body, "ferry_admitted_total", &[r#"shard="0""#])
+            + value(body, "ferry_admitted_total", &[r#"shard="1""#]),
         20.0
     );
     assert_eq!(
-        value(&body, "ferry_batch_size_count", &[]),
+        value(body, "ferry_batch_size_count", &[]),
         total.batch_size.count as f64
     );
-    assert_eq!(value(&body, "ferry_queue_time_seconds_count", &[]), 20.0);
+    assert_eq!(value(body, "ferry_queue_time_seconds_count", &[]), 20.0);
     assert_eq!(
-        value(&body, "ferry_batch_time_seconds_count", &[]),
+        value(body, "ferry_batch_time_seconds_count", &[]),
         total.batches as f64
     );
     assert_eq!(
-        value(&body, "ferry_stopped", &[]),
+        value(body, "ferry_stopped", &[]),
         2.0,
         "both shards stopped"
     );
-    // Distributions as Prometheus histograms: cumulative buckets whose
-    // `+Inf` holds every value, and sizes of one input under `le="1"`.
-    let everything = value(&body, "ferry_queue_time_seconds_bucket", &[r#"le="+Inf""#]);
-    assert_eq!(everything, 20.0, "{body}");
-    let ones = value(&body, "ferry_batch_size_bucket", &[r#"le="1""#]);
-    assert_eq!(
-        ones, total.batch_size.count as f64,
-        "one input per batch:\n{body}"
-    );
-    let under_ten_seconds = value(&body, "ferry_batch_time_seconds_bucket", &[r#"le="10""#]);
-    assert_eq!(under_ten_seconds, total.batches as f64, "{body}");
-    // (With no batch delay and an instant store, waits may round to zero.)
-    for sum in [
-        "ferry_queue_time_seconds_sum",
-        "ferry_batch_time_seconds_sum",
-    ] {
-        assert!(body.contains(sum), "{sum} is exported:\n{body}");
-    }
     for family in [
         "ferry_waiting",
         "ferry_in_flight",
@@ -152,4 +144,26 @@ fn the_exporter_shows_every_family_and_the_failed_batch() {
         assert!(body.contains(family), "{family} is exported:\n{body}");
     }
     assert!(!body.contains("key=\""), "no series is labelled by key");
+}
+
+/// The distributions of `body`, as Prometheus histograms, against `total`.
+fn assert_histograms(body: &str, total: &ferry::ShardStats) {
+    // Distributions as Prometheus histograms: cumulative buckets whose
+    // `+Inf` holds every value, and sizes of one input under `le="1"`.
+    let everything = value(body, "ferry_queue_time_seconds_bucket", &[r#"le="+Inf""#]);
+    assert_eq!(everything, 20.0, "{body}");
+    let ones = value(body, "ferry_batch_size_bucket", &[r#"le="1""#]);
+    assert_eq!(
+        ones, total.batch_size.count as f64,
+        "one input per batch:\n{body}"
+    );
+    let under_ten_seconds = value(body, "ferry_batch_time_seconds_bucket", &[r#"le="10""#]);
+    assert_eq!(under_ten_seconds, total.batches as f64, "{body}");
+    // (With no batch delay and an instant store, waits may round to zero.)
+    for sum in [
+        "ferry_queue_time_seconds_sum",
+        "ferry_batch_time_seconds_sum",
+    ] {
+        assert!(body.contains(sum), "{sum} is exported:\n{body}");
+    }
 }

@@ -56,7 +56,15 @@ fn batches_have_spans_and_faults_and_refusals_have_events() {
     let recorder = Recorder::default();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(recorder.clone()))
         .expect("the only subscriber");
+    run_batches();
+    let seen = recorder.0.lock().unwrap();
+    assert_spans(&seen);
+    assert_events(&seen);
+}
 
+/// One good batch (key 1, input 5), one failing batch (key 13), one input
+/// refused `TooHeavy`; the engine closed and joined.
+fn run_batches() {
     let engine: Engine<u32, u64, u64, String> = Engine::builder()
         .shards(1)
         .pin(false)
@@ -87,8 +95,10 @@ fn batches_have_spans_and_faults_and_refusals_have_events() {
     ));
     engine.close();
     engine.join();
+}
 
-    let seen = recorder.0.lock().unwrap();
+/// One `ferry_batch` span per batch, with its fields.
+fn assert_spans(seen: &Seen) {
     let batches: Vec<&Vec<String>> = seen
         .spans
         .iter()
@@ -106,7 +116,11 @@ fn batches_have_spans_and_faults_and_refusals_have_events() {
         first.iter().any(|f| f.starts_with("oldest_wait_ns=")),
         "{first:?}"
     );
+}
 
+/// A warning inside the failing batch's span, a debug event for the
+/// refusal, and no other warning.
+fn assert_events(seen: &Seen) {
     let fault = seen
         .events
         .iter()
