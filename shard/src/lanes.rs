@@ -770,6 +770,7 @@ where
         lane.waiting_weight -= waiting.weight;
         self.waiting -= 1;
         self.waiting_weight -= waiting.weight;
+        self.longest.shrank(place, lane.inputs.len());
         if !lane.inputs.is_empty() {
             lane.recompute_oldest();
             return waiting.item;

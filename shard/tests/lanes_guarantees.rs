@@ -486,3 +486,29 @@ fn g7_a_lane_emptied_in_the_ready_line_and_given_a_new_input_does_not_keep_its_p
     assert!(lanes.take(us(111)).is_none(), "a is not due yet");
     assert_eq!(lanes.take(us(112)).expect("a is due").items, [5]);
 }
+
+/// An input that leaves by expiry or withdrawal leaves the longest-lane
+/// gauge too: it never counts more than a lane holds.
+#[test]
+fn longest_lane_follows_expiry_and_withdrawal() {
+    let t = Duration::from_millis;
+    let mut lanes = Lanes::new(LanesConfig {
+        max_batch_delay: t(100),
+        max_queue_time: Some(t(10)),
+        ..LanesConfig::default()
+    });
+    for item in 0..3 {
+        lanes.admit("hot", item, 0, 1, t(0)).unwrap();
+    }
+    lanes.admit("cold", 9, 0, 1, t(5)).unwrap();
+    assert_eq!(lanes.longest_lane(), 3);
+    let hash = ferry_shard::key_hash(&"hot");
+    assert_eq!(lanes.withdraw_with(hash, 8, |&item| item == 0, |_| ()), 1);
+    assert_eq!(lanes.longest_lane(), 2, "a withdrawal shrinks the hot lane");
+    assert_eq!(lanes.expire_with(t(10), |_| ()), 2);
+    assert!(
+        lanes.longest_lane() <= 1,
+        "the hot lane is gone: {}",
+        lanes.longest_lane()
+    );
+}
