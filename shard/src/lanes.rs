@@ -486,31 +486,39 @@ where
         lane.waiting_weight += weight;
         self.waiting += 1;
         self.waiting_weight += weight;
+        let id = lane.id(place);
+        if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
+            lane.state = LaneState::Ready;
+            self.ready.push_back(id);
+        }
+        self.queue_deadlines(id, seq, now_ns);
+        debug_assert!(self.waiting <= self.config.max_queueing);
+        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
+        Ok(())
+    }
 
-        // Every input gets a deadline entry while there is a delay: whatever
-        // the lane's state now, this input may later be the oldest of a
-        // waiting lane (left over after a take), and that entry must exist.
-        if delay_ns > 0 {
+    /// The entries of the input `seq` of lane `id`, arrived at `now_ns`, in
+    /// the deadline FIFO (with a delay) and the expiry FIFO (with a queue
+    /// time).
+    ///
+    /// Every input gets a deadline entry while there is a delay: whatever
+    /// the lane's state now, this input may later be the oldest of a waiting
+    /// lane (left over after a take), and that entry must exist.
+    fn queue_deadlines(&mut self, lane: LaneId, seq: u64, now_ns: u64) {
+        if self.delay_ns > 0 {
             self.deadlines.push_back(Deadline {
-                due_ns: now_ns.saturating_add(delay_ns),
-                lane: lane.id(place),
+                due_ns: now_ns.saturating_add(self.delay_ns),
+                lane,
                 seq,
             });
         }
         if let Some(queue_time_ns) = self.queue_time_ns {
             self.expiries.push_back(Deadline {
                 due_ns: now_ns.saturating_add(queue_time_ns),
-                lane: lane.id(place),
+                lane,
                 seq,
             });
         }
-        if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
-            lane.state = LaneState::Ready;
-            self.ready.push_back(lane.id(place));
-        }
-        debug_assert!(self.waiting <= self.config.max_queueing);
-        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
-        Ok(())
     }
 
     fn refusal(&self, weight: u64) -> Option<Refused> {
