@@ -488,6 +488,20 @@ impl Ord for Timer {
     }
 }
 
+impl<'a> Local<'a> {
+    /// A generator's share of the run, publishing into `published`.
+    fn new(published: &'a Published, timeline: Timeline, timeout: Option<Duration>) -> Self {
+        Local {
+            published,
+            timeline,
+            latency: RefCell::new(new_histogram()),
+            done_sum: Cell::new(0),
+            timeout,
+            timers: RefCell::new(BinaryHeap::new()),
+        }
+    }
+}
+
 impl Local<'_> {
     /// Counts one outcome of `input`, sent (or meant to be sent) at `sent`.
     fn count(&self, outcome: Outcome, input: u64, sent: Instant) {
@@ -569,14 +583,7 @@ fn generate<S: System>(
     timeline: Timeline,
     published: &Published,
 ) {
-    let local = Local {
-        published,
-        timeline,
-        latency: RefCell::new(new_histogram()),
-        done_sum: Cell::new(0),
-        timeout: load.timeout,
-        timers: RefCell::new(BinaryHeap::new()),
-    };
+    let local = Local::new(published, timeline, load.timeout);
     let mut rng = Rng::new(load.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut schedule = open_schedule(load, index);
     let thread_waker = Arc::new(ThreadWaker {

@@ -508,21 +508,13 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
         let Some(batch_fn) = make_batch_fn(&*factory, config.id, &ready).await else {
             return;
         };
-        let core: SharedCore<Q, I, O, E> = Rc::new(RefCell::new(ShardCore::new(
-            config.lanes.clone(),
-            config.max_in_flight_batches,
-        )));
-        core.borrow_mut().observer_mut().set_shard(config.id);
+        let core: SharedCore<Q, I, O, E> = new_core(&config);
         let _farewell = Farewell {
             core: Rc::clone(&core),
             counters: Arc::clone(&counters),
         };
         let clock = Rc::new(Clock::start());
-        let wakers = Wakers {
-            nudge: Rc::new(Nudge::default()),
-            bell: Bell::waker(Arc::clone(&intake)),
-            alarm: Alarm::for_this_thread(),
-        };
+        let wakers = wakers_of(&intake);
         let _installed = LocalShard::install(LocalShard {
             owner: (config.engine, config.id.index()),
             core: Rc::clone(&core),
@@ -547,6 +539,27 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     });
     if let Err(reason) = ran {
         ready.send(Err(StartFailure::Runtime(reason)));
+    }
+}
+
+/// The shard's core, for its thread, with its bounds, slots and name.
+fn new_core<Q, I, O, E>(config: &ShardConfig) -> SharedCore<Q, I, O, E>
+where
+    Q: Queue<Waiter<I, O, E>>,
+    E: Clone,
+{
+    let core = ShardCore::new(config.lanes.clone(), config.max_in_flight_batches);
+    let core = Rc::new(RefCell::new(core));
+    core.borrow_mut().observer_mut().set_shard(config.id);
+    core
+}
+
+/// The wakers of a shard's loop on this thread (see `Wakers`).
+fn wakers_of<T: Send + 'static>(intake: &Arc<Intake<T>>) -> Wakers {
+    Wakers {
+        nudge: Rc::new(Nudge::default()),
+        bell: Bell::waker(Arc::clone(intake)),
+        alarm: Alarm::for_this_thread(),
     }
 }
 
