@@ -2,49 +2,17 @@
 //! answered, the store applied exactly the inputs answered with success, and
 //! ferry never wrote from a stale version.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::load::{Load, Mode};
+use ferry_bench::load::Mode;
 use ferry_bench::report::{problems, RunResult};
 use ferry_bench::run::run;
 use ferry_bench::store::Store;
-use ferry_bench::systems::{Settings, SystemKind};
+use ferry_bench::systems::SystemKind;
 
-const KEYS: u64 = 50;
+mod support;
 
-fn settings() -> Settings {
-    Settings {
-        max_batch_size: 16,
-        max_batch_delay: Duration::ZERO,
-        max_in_flight: 8,
-        max_queueing: 10_000,
-        tokio_workers: 2,
-        pin: false,
-        spin_before_park: Duration::ZERO,
-        // Straight from work into the doze: the stage most runs use between
-        // store answers.
-        doze_before_park: Duration::from_millis(2),
-        runtime: ferry::Runtime::Auto,
-        pool_connections: 1,
-        max_queue_time: None,
-    }
-}
-
-fn load(mode: Mode) -> Load {
-    Load {
-        mode,
-        generators: 2,
-        sampler: Arc::new(KeySampler::new(KeyDist::Zipf { exponent: 1.0 }, KEYS).unwrap()),
-        warmup: Duration::from_millis(100),
-        duration: Duration::from_millis(400),
-        drain_timeout: Duration::from_secs(10),
-        seed: 7,
-        timeout: None,
-        slowdown: None,
-    }
-}
+use support::{load, settings, KEYS};
 
 fn measure(kind: SystemKind, rtt: Duration, mode: Mode) -> RunResult {
     let store = Store::sim(KEYS, rtt).unwrap();

@@ -2,47 +2,16 @@
 //! the store (`overload::note_sent`) is counted process-wide, one run at a
 //! time, so no other run may share the process.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::load::{Load, Mode};
+use ferry_bench::load::Mode;
 use ferry_bench::report::problems;
 use ferry_bench::run::run;
 use ferry_bench::store::Store;
 use ferry_bench::systems::{Settings, SystemKind};
-
-const KEYS: u64 = 50;
-
-fn settings() -> Settings {
-    Settings {
-        max_batch_size: 4,
-        max_batch_delay: Duration::ZERO,
-        max_in_flight: 8,
-        max_queueing: 10_000,
-        tokio_workers: 2,
-        pin: false,
-        spin_before_park: Duration::ZERO,
-        doze_before_park: Duration::from_millis(2),
-        runtime: ferry::Runtime::Auto,
-        pool_connections: 1,
-        max_queue_time: Some(Duration::from_millis(10)),
-    }
-}
-
-fn load(mode: Mode) -> Load {
-    Load {
-        mode,
-        generators: 2,
-        sampler: Arc::new(KeySampler::new(KeyDist::Zipf { exponent: 1.0 }, KEYS).unwrap()),
-        warmup: Duration::from_millis(100),
-        duration: Duration::from_millis(400),
-        drain_timeout: Duration::from_secs(10),
-        seed: 7,
-        timeout: None,
-        slowdown: None,
-    }
-}
+use support::{load, settings, KEYS};
 
 /// The overload scenario, short: the store ten times slower for a while,
 /// callers giving up after 20 ms. Whatever the timing, nothing is lost,
@@ -55,7 +24,11 @@ fn the_overload_scenario_accounts_for_every_input() {
     let mut load = load(Mode::Closed { clients: 200 });
     load.timeout = Some(Duration::from_millis(20));
     load.slowdown = Some("10x@100ms+200ms".parse().unwrap());
-    let settings = settings();
+    let settings = Settings {
+        max_batch_size: 4,
+        max_queue_time: Some(Duration::from_millis(10)),
+        ..settings()
+    };
     for kind in [SystemKind::Ferry, SystemKind::FerryWithdraw] {
         let result = run(kind, Some(1), 8, &settings, store, &load, |_| {}).unwrap();
         assert_eq!(result.lost, 0, "{result:?}");
