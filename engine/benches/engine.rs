@@ -38,7 +38,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
-use ferry::{Engine, Runtime};
+use std::task::{Context, Poll};
+
+use ferry::{Engine, Outcomes, Runtime};
 use futures::channel::oneshot;
 use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
@@ -192,51 +194,101 @@ where
     F: Fn(u64) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = bool> + Send + 'static,
 {
-    drive_calls(run_for, 1, move |x| vec![submit(x)])
+    let submit = Arc::new(submit);
+    on_callers(run_for, move |mut next, stop| {
+        let submit = Arc::clone(&submit);
+        async move {
+            let mut running: FuturesUnordered<Fut> =
+                (0..IN_FLIGHT / CALLERS).map(|_| submit(next())).collect();
+            let mut done = 0_u64;
+            while let Some(ok) = running.next().await {
+                assert!(ok, "a request failed");
+                done += 1;
+                if !stop.load(Ordering::Relaxed) {
+                    running.push(submit(next()));
+                }
+            }
+            done
+        }
+    })
 }
 
-/// Keeps `IN_FLIGHT` inputs outstanding from `CALLERS` threads, started
-/// `per_call` at a time: `submit(seed)` starts `per_call` inputs and gives
-/// one future per input, resolving to whether it was answered with success.
-/// A caller starts the next call as soon as `per_call` of its inputs are
-/// answered, so the inputs in flight stay the same whatever `per_call` is.
-fn drive_calls<F, Fut>(run_for: Duration, per_call: usize, submit: F) -> Run
+/// Keeps `IN_FLIGHT` inputs outstanding from `CALLERS` threads in calls of
+/// `per_call` (`submit(seed)` makes one call): a caller makes the next call
+/// as soon as `per_call` of its inputs are answered, so the inputs in
+/// flight stay those of `drive`. Each caller reads its calls' streams in
+/// turn, every outcome it finds at each look.
+fn drive_calls<F>(run_for: Duration, per_call: usize, submit: F) -> Run
 where
-    F: Fn(u64) -> Vec<Fut> + Send + Sync + 'static,
-    Fut: std::future::Future<Output = bool> + Send + 'static,
+    F: Fn(u64) -> Outcomes<u64, u64, ()> + Send + Sync + 'static,
 {
     let submit = Arc::new(submit);
+    on_callers(run_for, move |mut next, stop| {
+        let submit = Arc::clone(&submit);
+        async move {
+            let mut calls: Vec<_> = (0..(IN_FLIGHT / CALLERS / per_call).max(1))
+                .map(|_| submit(next()))
+                .collect();
+            let (mut done, mut freed) = (0_u64, 0);
+            while !calls.is_empty() {
+                let answered = std::future::poll_fn(|cx| read_calls(&mut calls, cx)).await;
+                done += answered as u64;
+                freed += answered;
+                while freed >= per_call && !stop.load(Ordering::Relaxed) {
+                    freed -= per_call;
+                    calls.push(submit(next()));
+                }
+            }
+            done
+        }
+    })
+}
+
+/// Takes every outcome ready in `calls`, dropping the calls that ended;
+/// how many, once there is at least one.
+fn read_calls(calls: &mut Vec<Outcomes<u64, u64, ()>>, cx: &mut Context<'_>) -> Poll<usize> {
+    let mut answered = 0;
+    calls.retain_mut(|call| loop {
+        match call.poll_next_unpin(cx) {
+            Poll::Ready(Some((_, outcome))) => {
+                assert!(outcome.is_ok(), "a request failed");
+                answered += 1;
+            }
+            Poll::Ready(None) => return false,
+            Poll::Pending => return true,
+        }
+    });
+    if answered > 0 || calls.is_empty() {
+        Poll::Ready(answered)
+    } else {
+        Poll::Pending
+    }
+}
+
+/// Runs `caller(next, stop)` on `CALLERS` threads for `run_for`: `next`
+/// gives the caller's pseudo-random seeds, `stop` says when to stop
+/// starting work; each returns the inputs it had answered.
+fn on_callers<C, Fut>(run_for: Duration, caller: C) -> Run
+where
+    C: Fn(Box<dyn FnMut() -> u64 + Send>, Arc<AtomicBool>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = u64>,
+{
+    let caller = Arc::new(caller);
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = cpu_time();
     let started = Instant::now();
     let callers: Vec<_> = (0..CALLERS)
         .map(|c| {
-            let (submit, stop) = (submit.clone(), stop.clone());
+            let (caller, stop) = (caller.clone(), stop.clone());
             std::thread::spawn(move || {
-                futures::executor::block_on(async move {
-                    let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ c as u64;
-                    let mut next = move || {
-                        rng ^= rng << 13;
-                        rng ^= rng >> 7;
-                        rng ^= rng << 17;
-                        rng
-                    };
-                    let mut running = FuturesUnordered::new();
-                    for _ in 0..(IN_FLIGHT / CALLERS / per_call).max(1) {
-                        running.extend(submit(next()));
-                    }
-                    let (mut done, mut freed) = (0_u64, 0);
-                    while let Some(ok) = running.next().await {
-                        assert!(ok, "a request failed");
-                        done += 1;
-                        freed += 1;
-                        if freed >= per_call && !stop.load(Ordering::Relaxed) {
-                            freed -= per_call;
-                            running.extend(submit(next()));
-                        }
-                    }
-                    done
-                })
+                let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ c as u64;
+                let next = move || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                futures::executor::block_on(caller(Box::new(next), stop))
             })
         })
         .collect();
@@ -261,14 +313,10 @@ fn ferry_many(run_for: Duration, keys: u64) -> (Run, f64) {
         .expect("engine starts");
     let handle = engine.clone();
     let run = drive_calls(run_for, MANY as usize, move |seed| {
-        let submits = handle.submit_many((0..MANY).map(|n| {
+        handle.submit_many((0..MANY).map(|n| {
             let x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(n);
             (x % keys, x)
-        }));
-        submits
-            .into_iter()
-            .map(|submit| async move { submit.await.is_ok() })
-            .collect()
+        }))
     });
     engine.close();
     engine.join();

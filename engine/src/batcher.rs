@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ferry_shard::{Outcome, Runtime, ShardId};
+use ferry_shard::{Outcome, Outcomes, Runtime, ShardId};
 
 use crate::config::{BatcherBuilder, Plan};
 use crate::flush::Flush;
@@ -208,10 +208,11 @@ where
     }
 
     /// Submits many inputs at once: handed to the calling thread's shard in
-    /// one push, with at most one wake-up. One future per input, in the
-    /// order given, each resolving to that input's own outcome; each input
-    /// is measured, bounded and refused on its own (if the intake cannot
-    /// take them all, all are refused `Full`, each handed back).
+    /// one push, with at most one wake-up. Each input is answered on its
+    /// own, through one stream for the call ([`Outcomes`], as with
+    /// [`Engine::submit_many`](crate::Engine::submit_many)); each is
+    /// measured, bounded and refused on its own (if the intake cannot take
+    /// them all, all are refused `Full`, each handed back).
     ///
     /// ```
     /// use ferry::Batcher;
@@ -221,12 +222,10 @@ where
     ///     .pin(false)
     ///     .start(|_| |inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
-    /// let outcomes = futures::executor::block_on(futures::future::join_all(
-    ///     batcher.submit_many(0..100),
-    /// ));
+    /// let outcomes = futures::executor::block_on(batcher.submit_many(0..100).all());
     /// assert_eq!(outcomes[42], Ok(42));
     /// ```
-    pub fn submit_many(&self, inputs: impl IntoIterator<Item = I>) -> Vec<Submit<I, O, E>> {
+    pub fn submit_many(&self, inputs: impl IntoIterator<Item = I>) -> Outcomes<I, O, E> {
         let index = self.spread.home(self.inner.list.len());
         self.inner
             .submit_many(inputs, |input| (index, 0, (), input))

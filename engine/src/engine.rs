@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
+use ferry_shard::{KeyedShard, Outcome, Outcomes, Refused, Runtime, ShardId};
 
 use crate::config::{Builder, Plan};
 use crate::flush::Flush;
@@ -158,14 +158,22 @@ where
     /// shard are handed over in one push, with at most one wake-up of that
     /// shard, instead of one per input (for a caller that has many at hand:
     /// a stream consumer's poll, a request that carries many updates).
-    /// Returns one future per input, in the order given, each resolving to
-    /// that input's own outcome; every input is measured, bounded and
-    /// refused on its own, as with [`submit`](Self::submit) — if a shard's
-    /// intake cannot take its share whole, that share is refused `Full`
-    /// with every input handed back.
+    ///
+    /// Every input is still answered on its own, through one stream for
+    /// the whole call ([`Outcomes`]): `(index, outcome)` pairs, `index`
+    /// being the input's position in `items`, in the order the inputs are
+    /// answered; [`Outcomes::all`] gives them back in the order given.
+    /// One stream rather than a future per input because the point is to
+    /// pay per call, not per input: the inputs share one answer cell, and
+    /// the caller takes whatever arrived in one look, with no channel,
+    /// future or waker of each input's own. Every input is measured,
+    /// bounded and refused on its own, as with [`submit`](Self::submit) —
+    /// if a shard's intake cannot take its share whole, that share is
+    /// refused `Full`, every input handed back.
     ///
     /// ```
     /// use ferry::Engine;
+    /// use futures::StreamExt;
     ///
     /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
     ///     .shards(2)
@@ -174,12 +182,18 @@ where
     ///         Ok::<_, String>(inputs.iter().map(|i| i + key).collect())
     ///     })
     ///     .unwrap();
-    /// let submits = engine.submit_many((0..500).map(|i| (i % 7, i * 10)));
-    /// let outcomes = futures::executor::block_on(futures::future::join_all(submits));
-    /// assert_eq!(outcomes[3], Ok(33));
-    /// assert!(outcomes.iter().all(Result::is_ok));
+    /// // As they come: input 3 is (3 % 7, 30), answered 33.
+    /// let mut outcomes = engine.submit_many((0..500).map(|i| (i % 7, i * 10)));
+    /// futures::executor::block_on(async {
+    ///     while let Some((index, outcome)) = outcomes.next().await {
+    ///         assert_eq!(outcome, Ok(index as u64 * 10 + index as u64 % 7));
+    ///     }
+    /// });
+    /// // Or all of them, in the order given.
+    /// let all = futures::executor::block_on(engine.submit_many([(1, 1), (2, 2)]).all());
+    /// assert_eq!(all, vec![Ok(2), Ok(4)]);
     /// ```
-    pub fn submit_many(&self, items: impl IntoIterator<Item = (K, I)>) -> Vec<Submit<I, O, E>> {
+    pub fn submit_many(&self, items: impl IntoIterator<Item = (K, I)>) -> Outcomes<I, O, E> {
         let shards = self.inner.list.len();
         self.inner.submit_many(items, |(key, input)| {
             let (index, hash) = route(&key, shards);

@@ -141,8 +141,8 @@ pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, Runtime, ShardId,
-    ShardStats,
+    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Outcomes, Rank, Refused,
+    Runtime, ShardId, ShardStats,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.

@@ -11,7 +11,7 @@ use ferry_shard::parts::{Queue, Waiter};
 use std::future::Future;
 
 use ferry_shard::{
-    BatchFn, Bundle, FerryError, Order, Refused, Runtime, Shard, ShardConfig, ShardId,
+    BatchFn, Bundle, FerryError, Order, Outcomes, Refused, Runtime, Shard, ShardConfig, ShardId,
 };
 
 use crate::config::{Plan, Weigh};
@@ -150,32 +150,32 @@ where
     /// Hands many inputs over, routed by `place` (which gives each input's
     /// shard index, hash and key), with one push and at most one wake-up
     /// per shard; each input is measured, bounded and refused on its own.
-    /// The futures come back in the order of the inputs.
+    /// Their outcomes come through the one stream returned, indexed by the
+    /// inputs' order.
     pub(crate) fn submit_many<T>(
         &self,
         items: impl IntoIterator<Item = T>,
         mut place: impl FnMut(T) -> (usize, u64, Q::Key, I),
-    ) -> Vec<Submit<I, O, E>> {
-        let items = items.into_iter();
-        let mut submits = Vec::with_capacity(items.size_hint().0);
+    ) -> Outcomes<I, O, E> {
+        let mut outcomes = Outcomes::new();
         let mut bundles: Vec<Bundle<Q::Key, I, O, E>> =
             self.list.iter().map(|_| Bundle::default()).collect();
         for item in items {
             let (index, hash, key, input) = place(item);
-            submits.push(match self.measure(&input) {
+            match self.measure(&input) {
                 Ok((rank, weight)) => {
-                    Submit::waiting(bundles[index].add(hash, key, input, rank, weight))
+                    bundles[index].add(&mut outcomes, hash, key, input, rank, weight);
                 }
                 Err(reason) => {
                     self.list[index].count_refused();
-                    Submit::refused(input, reason)
+                    outcomes.refuse(input, reason);
                 }
-            });
+            }
         }
         for (shard, bundle) in self.list.iter().zip(bundles) {
             shard.submit_bundle(bundle);
         }
-        submits
+        outcomes
     }
 
     /// Hands `input` to shard `index`: measured here, on the caller's

@@ -5,7 +5,7 @@ mod support;
 
 use ferry::{Batcher, Engine, FerryError, Refused, Runtime};
 use futures::executor::block_on;
-use futures::future::join_all;
+use futures::StreamExt;
 use support::on_each_runtime;
 
 type Outcome = Result<u64, FerryError<u64, String>>;
@@ -28,8 +28,8 @@ fn engine(runtime: Runtime, shards: usize, intake: usize) -> Engine<u64, u64, u6
         .unwrap()
 }
 
-fn outcomes(submits: Vec<ferry::Submit<u64, u64, String>>) -> Vec<Outcome> {
-    block_on(join_all(submits))
+fn outcomes(outcomes: ferry::Outcomes<u64, u64, String>) -> Vec<Outcome> {
+    block_on(outcomes.all())
 }
 
 on_each_runtime!(every_input_is_answered_in_the_order_given);
@@ -106,7 +106,7 @@ fn a_batcher_hands_many_over_at_once(runtime: Runtime) {
         .max_batch_size(16)
         .start(|_| |inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
         .unwrap();
-    let answered = block_on(join_all(batcher.submit_many(0..300)));
+    let answered = block_on(batcher.submit_many(0..300).all());
     assert_eq!(answered, (0..300).map(Ok).collect::<Vec<_>>());
     batcher.close();
     batcher.join();
@@ -119,4 +119,39 @@ fn a_batcher_hands_many_over_at_once(runtime: Runtime) {
         total.batches < 300,
         "inputs handed over together batch together"
     );
+}
+
+on_each_runtime!(the_stream_yields_each_input_once_as_it_is_answered);
+fn the_stream_yields_each_input_once_as_it_is_answered(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let items: Vec<(u64, u64)> = (0..2_000).map(|i| (i % 101, i % 100)).collect();
+    let mut outcomes = engine.submit_many(items.clone());
+    assert_eq!(outcomes.len(), 2_000);
+    let mut seen = vec![false; items.len()];
+    block_on(async {
+        while let Some((index, outcome)) = outcomes.next().await {
+            let (key, input) = items[index];
+            assert_eq!(outcome, Ok(input + key), "input {index}");
+            assert!(
+                !std::mem::replace(&mut seen[index], true),
+                "input {index} twice"
+            );
+        }
+    });
+    assert!(seen.iter().all(|&s| s), "every input comes out");
+    assert!(outcomes.is_empty());
+    assert_eq!(block_on(outcomes.next()), None, "and then the stream ends");
+}
+
+on_each_runtime!(refusals_come_out_in_their_place_among_the_answers);
+fn refusals_come_out_in_their_place_among_the_answers(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let mut outcomes = engine.submit_many([(1, 500), (2, 3)]);
+    let mut got: Vec<(usize, Outcome)> = block_on((&mut outcomes).collect());
+    got.sort_by_key(|(index, _)| *index);
+    let refused = Err(FerryError::Refused {
+        input: 500,
+        reason: Refused::TooHeavy,
+    });
+    assert_eq!(got, vec![(0, refused), (1, Ok(5))]);
 }

@@ -347,3 +347,26 @@ fn a_batcher_flushes_expires_and_withdraws(runtime: Runtime) {
         (3, 1, 1, 1)
     );
 }
+
+on_each_runtime!(a_dropped_submit_many_call_withdraws_what_was_not_taken);
+fn a_dropped_submit_many_call_withdraws_what_was_not_taken(runtime: Runtime) {
+    let seen = Seen::default();
+    let engine = engine(runtime, &seen, Duration::from_millis(50), |b| {
+        b.withdraw_on_drop(true)
+    });
+    let busy = engine.submit(0, 1);
+    wait_sent(&seen, 1);
+    // Behind the busy lane of key 0, never taken before the drop.
+    drop(engine.submit_many([(0, 2), (0, 3)]));
+    let kept = engine.submit(0, 4);
+    block_on(engine.flush());
+    assert_eq!(block_on(busy), Ok(1));
+    assert_eq!(block_on(kept), Ok(4));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![1, 4],
+        "withdrawn inputs are never sent"
+    );
+    let total = stats_when(|| engine.stats(), |s| s.answered == 2);
+    assert_eq!((total.admitted, total.withdrawn, total.answered), (4, 2, 2));
+}

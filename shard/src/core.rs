@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
+use crate::gather::GatherSender;
 use crate::local::LocalSender;
 use crate::observe::{self, Observer};
 use crate::queue::Queue;
@@ -32,9 +33,9 @@ use crate::stats::ShardStats;
 pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
 
 /// Where an input's outcome goes — to a caller on another thread through a
-/// oneshot channel, or to a task on the shard's own thread through a local
-/// slot (the fast path, no atomics) — and the flush generation it was
-/// admitted in.
+/// oneshot channel or its call's shared cell (`submit_many`), or to a task
+/// on the shard's own thread through a local slot (the fast path, no
+/// atomics) — and the flush generation it was admitted in.
 pub struct Reply<I, O, E> {
     to: ReplyTo<I, O, E>,
     generation: u64,
@@ -43,6 +44,8 @@ pub struct Reply<I, O, E> {
 enum ReplyTo<I, O, E> {
     /// A caller on any thread.
     Remote(oneshot::Sender<Outcome<I, O, E>>),
+    /// One input of a caller's `submit_many` call, on any thread.
+    Gathered(GatherSender<I, O, E>),
     /// A task on this shard.
     Local(LocalSender<Outcome<I, O, E>>),
 }
@@ -57,6 +60,7 @@ impl<I, O, E> Reply<I, O, E> {
     pub fn is_abandoned(&self) -> bool {
         match &self.to {
             ReplyTo::Remote(reply) => reply.is_closed(),
+            ReplyTo::Gathered(reply) => reply.is_abandoned(),
             ReplyTo::Local(reply) => reply.is_abandoned(),
         }
     }
@@ -68,6 +72,7 @@ impl<I, O, E> Reply<I, O, E> {
             ReplyTo::Remote(reply) => {
                 let _ = reply.send(outcome);
             }
+            ReplyTo::Gathered(reply) => reply.send(outcome),
             ReplyTo::Local(reply) => reply.send(outcome),
         }
     }
@@ -77,6 +82,7 @@ impl<I, O, E> std::fmt::Debug for Reply<I, O, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.to {
             ReplyTo::Remote(_) => "Reply::Remote",
+            ReplyTo::Gathered(_) => "Reply::Gathered",
             ReplyTo::Local(_) => "Reply::Local",
         })
     }
@@ -97,7 +103,35 @@ pub struct Submission<K, I, O, E> {
     /// Its weight under the configured weigher.
     pub weight: u64,
     /// Where its outcome goes.
-    pub reply: oneshot::Sender<Outcome<I, O, E>>,
+    pub reply: Respond<I, O, E>,
+}
+
+/// Where the outcome of an input from another thread goes: its own oneshot
+/// channel (`submit`), or its call's shared cell (`submit_many`).
+#[derive(Debug)]
+pub enum Respond<I, O, E> {
+    /// A channel of the input's own.
+    One(oneshot::Sender<Outcome<I, O, E>>),
+    /// The input's place in its call's [`Outcomes`](crate::Outcomes).
+    Many(GatherSender<I, O, E>),
+}
+
+impl<I, O, E> Respond<I, O, E> {
+    /// Delivers `outcome`; a caller that stopped waiting is not an error.
+    pub fn send(self, outcome: Outcome<I, O, E>) {
+        match self {
+            Respond::One(reply) => {
+                let _ = reply.send(outcome);
+            }
+            Respond::Many(reply) => reply.send(outcome),
+        }
+    }
+}
+
+impl<I, O, E> From<oneshot::Sender<Outcome<I, O, E>>> for Respond<I, O, E> {
+    fn from(reply: oneshot::Sender<Outcome<I, O, E>>) -> Self {
+        Respond::One(reply)
+    }
 }
 
 /// What the queue holds per admitted input: the input and where its
@@ -197,7 +231,11 @@ where
             weight,
             reply,
         } = submission;
-        self.admit_with(hash, key, input, rank, weight, ReplyTo::Remote(reply), now);
+        let to = match reply {
+            Respond::One(reply) => ReplyTo::Remote(reply),
+            Respond::Many(reply) => ReplyTo::Gathered(reply),
+        };
+        self.admit_with(hash, key, input, rank, weight, to, now);
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread

@@ -21,10 +21,11 @@ use tokio::sync::oneshot;
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
-use crate::core::{FlushReply, Outcome, ShardCore, Submission, Waiter};
+use crate::core::{FlushReply, Outcome, Respond, ShardCore, Submission, Waiter};
 use crate::error::FerryError;
 use crate::executor::Executor;
 use crate::flush_door::{FlushDoor, Flushed};
+use crate::gather::Outcomes;
 use crate::idle::{Alarm, Bell, IdlePolicy};
 use crate::intake::Intake;
 use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
@@ -54,8 +55,8 @@ pub(crate) enum Inbound<K, I, O, E> {
 }
 
 /// Inputs for one shard, gathered to be handed over in one push
-/// ([`Shard::submit_bundle`]). Each input has its own [`Answer`], handed out
-/// as it is added.
+/// ([`Shard::submit_bundle`]). Each input is answered through its call's
+/// [`Outcomes`], where it takes the next place as it is added.
 pub struct Bundle<K, I, O, E> {
     submissions: Vec<Submission<K, I, O, E>>,
 }
@@ -69,22 +70,25 @@ impl<K, I, O, E> Default for Bundle<K, I, O, E> {
 }
 
 impl<K, I, O, E> Bundle<K, I, O, E> {
-    /// Adds an input (with its key's `hash`, its `rank` and `weight`) and
-    /// returns the future of its own outcome.
-    pub fn add(&mut self, hash: u64, key: K, input: I, rank: i64, weight: u64) -> Answer<I, O, E> {
-        let (reply, answer) = oneshot::channel();
+    /// Adds an input (with its key's `hash`, its `rank` and `weight`), to
+    /// be answered as the next input of `outcomes`.
+    pub fn add(
+        &mut self,
+        outcomes: &mut Outcomes<I, O, E>,
+        hash: u64,
+        key: K,
+        input: I,
+        rank: i64,
+        weight: u64,
+    ) {
         self.submissions.push(Submission {
             hash,
             key,
             input,
             rank,
             weight,
-            reply,
+            reply: Respond::Many(outcomes.sender()),
         });
-        Answer {
-            outcome: answer,
-            notice: None,
-        }
     }
 
     /// Inputs in the bundle.
@@ -261,7 +265,7 @@ where
             input,
             rank,
             weight,
-            reply,
+            reply: Respond::One(reply),
         };
         match self.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Ok(Answer {
@@ -321,8 +325,8 @@ where
 
     /// Hands every input of `bundle` to the shard in one push, with at most
     /// one wake-up. If the intake cannot take them all (full or closed),
-    /// each is refused on its own: its [`Answer`] resolves to the refusal
-    /// with its input handed back. Returns how many were refused.
+    /// each is refused on its own: its outcome is the refusal, with its
+    /// input handed back. Returns how many were refused.
     pub fn submit_bundle(&self, bundle: Bundle<Q::Key, I, O, E>) -> usize {
         let inputs = bundle.submissions.len();
         if inputs == 0 {
@@ -340,7 +344,7 @@ where
         };
         for submission in submissions {
             self.refused_at_intake(refused.reason);
-            let _ = submission.reply.send(Err(FerryError::Refused {
+            submission.reply.send(Err(FerryError::Refused {
                 input: submission.input,
                 reason: refused.reason,
             }));
@@ -664,7 +668,7 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
                         input: submission.input,
                         reason: Refused::Closed,
                     };
-                    let _ = submission.reply.send(Err(refused));
+                    submission.reply.send(Err(refused));
                 }
             }
             if intake.is_sealed() && intake.is_empty() {

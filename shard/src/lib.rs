@@ -4,8 +4,9 @@
 //!
 //! - [`Shard`]: the handle of one running shard (start, submit, submit a
 //!   [`Bundle`], submit from the shard itself, spawn, stats, close, join),
-//!   with [`ShardConfig`], [`Starting`] and [`StartFailure`], and the
-//!   futures [`Answer`] and [`LocalAnswer`];
+//!   with [`ShardConfig`], [`Starting`] and [`StartFailure`], the futures
+//!   [`Answer`] and [`LocalAnswer`], and the stream [`Outcomes`] of a
+//!   bundle's inputs;
 //! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
 //!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
 //!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
@@ -34,6 +35,7 @@ mod executor;
 mod fifo;
 mod flush;
 mod flush_door;
+mod gather;
 mod handle;
 mod histogram;
 mod idle;
@@ -62,6 +64,7 @@ pub use config::{ConfigError, LanesConfig};
 pub use cpus::usable_cpus;
 pub use error::FerryError;
 pub use flush_door::Flushed;
+pub use gather::Outcomes;
 pub use handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
 };
@@ -84,10 +87,12 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
     pub use crate::core::{
-        BatchOutcome, Dispatch, DispatchOf, FlushReply, Reply, ShardCore, Submission, Waiter,
+        BatchOutcome, Dispatch, DispatchOf, FlushReply, Reply, Respond, ShardCore, Submission,
+        Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::flush::Generations;
+    pub use crate::gather::GatherSender;
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
     pub use crate::queue::{Queue, Taken};
