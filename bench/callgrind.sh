@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 inputs=${INPUTS:-200000}
 runtime=tokio
 # mode and keys of each case (keys are unused by the unkeyed batcher).
-cases=("submit 1000" "submit 100000" "local 1000" "batcher 1000")
+cases=("submit 1000" "submit 100000" "many 1000" "many 100000" "local 1000" "batcher 1000")
 
 if ! command -v valgrind >/dev/null; then
     echo "callgrind.sh: valgrind is not installed (on Debian or Ubuntu: apt-get install valgrind)" >&2

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p ferry-bench --example steady
-//! target/release/examples/steady <submit|local|batcher> <inputs> <keys> [auto|glommio|tokio]
+//! target/release/examples/steady <submit|local|batcher|many> <inputs> <keys> [auto|glommio|tokio]
 //! ```
 //!
 //! Two shards, unpinned, no spin and no doze (see `steady`), an instant
@@ -22,6 +22,9 @@
 //!   half of the inputs (rounded up), shard 1 the rest.
 //! - `batcher`: two caller threads on an unkeyed `Batcher` (`keys` unused),
 //!   each keeping to its own shard.
+//! - `many`: as `submit`, the inputs handed over in `Engine::submit_many`
+//!   calls of `PER_CALL`, each caller keeping as many in flight (two
+//!   calls) and reading its calls' streams in turn.
 //!
 //! Everything but the inputs is the same with zero inputs (the threads,
 //! the engine's start and close, the per-shard key lists), so a run with
@@ -40,13 +43,18 @@ const SHARDS: usize = 2;
 /// Inputs each caller (thread or shard task) keeps in flight.
 const IN_FLIGHT_PER_CALLER: usize = 1_000;
 
-const USAGE: &str = "usage: steady <submit|local|batcher> <inputs> <keys> [auto|glommio|tokio]";
+/// Inputs per `submit_many` call in the `many` mode.
+const PER_CALL: usize = 500;
+
+const USAGE: &str =
+    "usage: steady <submit|local|batcher|many> <inputs> <keys> [auto|glommio|tokio]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     Submit,
     Local,
     Batcher,
+    Many,
 }
 
 struct Workload {
@@ -68,6 +76,7 @@ fn main() -> ExitCode {
         Mode::Submit => run_submit(&workload),
         Mode::Local => run_local(&workload),
         Mode::Batcher => run_batcher(&workload),
+        Mode::Many => run_many(&workload),
     };
     println!(
         "steady: {:?} mode, {} keys, {runtime:?} shards: {done} inputs done in {batches} batches",
@@ -89,6 +98,7 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
         "submit" => Mode::Submit,
         "local" => Mode::Local,
         "batcher" => Mode::Batcher,
+        "many" => Mode::Many,
         other => return Err(format!("unknown mode `{other}`")),
     };
     let inputs = inputs
@@ -150,6 +160,84 @@ fn run_submit(workload: &Workload) -> (usize, u64, Runtime) {
     engine.close();
     engine.join();
     (done, engine.stats().total().batches, engine.runtime())
+}
+
+/// Two caller threads on `Engine::submit_many`, in calls of `PER_CALL`.
+fn run_many(workload: &Workload) -> (usize, u64, Runtime) {
+    let engine: Engine<u64, u64, u64, ()> = steady(Engine::builder(), workload.runtime)
+        .start(|_shard| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, ()>(inputs) })
+        .expect("the engine starts");
+    let keys = workload.keys;
+    let done = std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..SHARDS)
+            .map(|caller| {
+                let engine = &engine;
+                scope.spawn(move || {
+                    let mine = share(workload.inputs, caller);
+                    let call = |first: usize, inputs: usize| {
+                        engine.submit_many((first..first + inputs).map(|j| {
+                            let input = (caller + j * SHARDS) as u64;
+                            (input % keys, input)
+                        }))
+                    };
+                    futures::executor::block_on(calls_in_flight(mine, call))
+                })
+            })
+            .collect();
+        callers
+            .into_iter()
+            .map(|caller| caller.join().expect("a caller thread panicked"))
+            .sum()
+    });
+    engine.close();
+    engine.join();
+    (done, engine.stats().total().batches, engine.runtime())
+}
+
+/// Submits `inputs` inputs in calls of `PER_CALL` (`call(first, n)` makes
+/// the call of inputs `first..first + n`), keeping at most
+/// `IN_FLIGHT_PER_CALLER` inputs in flight, and counts those answered with
+/// their output.
+async fn calls_in_flight<C>(inputs: usize, mut call: C) -> usize
+where
+    C: FnMut(usize, usize) -> ferry::Outcomes<u64, u64, ()>,
+{
+    let mut calls = Vec::new();
+    let (mut next, mut done) = (0, 0);
+    loop {
+        while next < inputs && calls.len() * PER_CALL < IN_FLIGHT_PER_CALLER {
+            let size = PER_CALL.min(inputs - next);
+            calls.push(call(next, size));
+            next += size;
+        }
+        if calls.is_empty() {
+            return done;
+        }
+        done += std::future::poll_fn(|cx| read_calls(&mut calls, cx)).await;
+    }
+}
+
+/// Takes every outcome ready in `calls`, dropping the calls that ended;
+/// how many were answered, once one was or a call ended.
+fn read_calls(
+    calls: &mut Vec<ferry::Outcomes<u64, u64, ()>>,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<usize> {
+    use std::task::Poll;
+    let (before, mut answered) = (calls.len(), 0);
+    calls.retain_mut(|call| loop {
+        match call.poll_next_unpin(cx) {
+            Poll::Ready(Some((_, Ok(_)))) => answered += 1,
+            Poll::Ready(Some((_, Err(err)))) => panic!("an input was refused or failed: {err:?}"),
+            Poll::Ready(None) => return false,
+            Poll::Pending => return true,
+        }
+    });
+    if answered > 0 || calls.len() < before {
+        Poll::Ready(answered)
+    } else {
+        Poll::Pending
+    }
 }
 
 /// One task per shard on `Engine::submit_local`, each for its own keys.

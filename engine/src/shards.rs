@@ -157,9 +157,17 @@ where
         items: impl IntoIterator<Item = T>,
         mut place: impl FnMut(T) -> (usize, u64, Q::Key, I),
     ) -> Outcomes<I, O, E> {
-        let mut outcomes = Outcomes::new();
-        let mut bundles: Vec<Bundle<Q::Key, I, O, E>> =
-            self.list.iter().map(|_| Bundle::default()).collect();
+        let items = items.into_iter();
+        let expected = items.size_hint().0;
+        let mut outcomes = Outcomes::with_capacity(expected);
+        // Room for a fair share and a quarter, so that a share rarely grows
+        // while it is filled.
+        let share = expected / self.list.len();
+        let mut bundles: Vec<Bundle<Q::Key, I, O, E>> = self
+            .list
+            .iter()
+            .map(|_| Bundle::with_capacity(share + share / 4))
+            .collect();
         for item in items {
             let (index, hash, key, input) = place(item);
             match self.measure(&input) {

@@ -16,16 +16,18 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering::SeqCst;
 use std::task::{Context, Poll};
 
-use futures::task::AtomicWaker;
 use futures::Stream;
 
 use crate::core::Outcome;
 use crate::error::FerryError;
 use crate::refused::Refused;
+use crate::sync::{Arc, AtomicBool, AtomicWaker, Mutex, MutexGuard};
+
+/// Outcomes a call makes room for at once, at most (`with_capacity`).
+const ROOM_MAX: usize = 1_024;
 
 /// An outcome and the position of its input in the call.
 type Indexed<I, O, E> = (usize, Outcome<I, O, E>);
@@ -49,9 +51,19 @@ impl<I, O, E> Cell<I, O, E> {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// Adds an outcome for the caller to take. Only the push that finds
+    /// nothing waiting wakes the caller: a later one finds an outcome it
+    /// has not taken yet, whose push woke it (or which it finds when it
+    /// looks again after registering its waker), so it will take both.
     fn push(&self, index: usize, outcome: Outcome<I, O, E>) {
-        self.arrived().push((index, outcome));
-        self.waker.wake();
+        let first = {
+            let mut arrived = self.arrived();
+            arrived.push((index, outcome));
+            arrived.len() == 1
+        };
+        if first {
+            self.waker.wake();
+        }
     }
 }
 
@@ -74,7 +86,7 @@ impl<I, O, E> GatherSender<I, O, E> {
     pub fn is_abandoned(&self) -> bool {
         self.cell
             .as_ref()
-            .is_some_and(|cell| cell.abandoned.load(Ordering::Relaxed))
+            .is_some_and(|cell| cell.abandoned.load(SeqCst))
     }
 }
 
@@ -135,13 +147,20 @@ impl<I, O, E> Default for Outcomes<I, O, E> {
 impl<I, O, E> Outcomes<I, O, E> {
     /// An empty call, to which inputs are added as they are handed over.
     pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty call with room for the outcomes of about `inputs` inputs
+    /// (at most `ROOM_MAX` ahead: they are taken as they come).
+    pub fn with_capacity(inputs: usize) -> Self {
+        let room = inputs.min(ROOM_MAX);
         Self {
             cell: Arc::new(Cell {
-                arrived: Mutex::new(Vec::new()),
+                arrived: Mutex::new(Vec::with_capacity(room)),
                 waker: AtomicWaker::new(),
                 abandoned: AtomicBool::new(false),
             }),
-            taken: VecDeque::new(),
+            taken: VecDeque::with_capacity(room),
             inputs: 0,
             pending: 0,
         }
@@ -241,7 +260,7 @@ impl<I, O, E> Stream for Outcomes<I, O, E> {
 
 impl<I, O, E> Drop for Outcomes<I, O, E> {
     fn drop(&mut self) {
-        self.cell.abandoned.store(true, Ordering::Relaxed);
+        self.cell.abandoned.store(true, SeqCst);
     }
 }
 

@@ -70,6 +70,13 @@ impl<K, I, O, E> Default for Bundle<K, I, O, E> {
 }
 
 impl<K, I, O, E> Bundle<K, I, O, E> {
+    /// An empty bundle with room for `inputs`.
+    pub fn with_capacity(inputs: usize) -> Self {
+        Self {
+            submissions: Vec::with_capacity(inputs),
+        }
+    }
+
     /// Adds an input (with its key's `hash`, its `rank` and `weight`), to
     /// be answered as the next input of `outcomes`.
     pub fn add(

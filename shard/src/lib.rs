@@ -56,6 +56,7 @@ mod runtime;
 mod shard_id;
 mod shard_loop;
 mod stats;
+mod sync;
 mod trace;
 
 pub use crate::core::Outcome;
