@@ -321,6 +321,10 @@ fn ferry_many(run_for: Duration, keys: u64) -> (Run, f64) {
     engine.close();
     engine.join();
     let stats = engine.stats().total();
+    assert_eq!(
+        stats.answered_ok, run.inputs,
+        "the inputs counted are the inputs the engine answered"
+    );
     (run, stats.sent as f64 / stats.batches.max(1) as f64)
 }
 
@@ -381,6 +385,10 @@ fn ferry(run_for: Duration, keys: u64, runtime: Runtime) -> (Run, f64) {
     engine.close();
     engine.join();
     let stats = engine.stats().total();
+    assert_eq!(
+        stats.answered_ok, run.inputs,
+        "the inputs counted are the inputs the engine answered"
+    );
     (run, stats.sent as f64 / stats.batches.max(1) as f64)
 }
 

@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
-use crate::gather::GatherSender;
+use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
 use crate::local::LocalSender;
 use crate::observe::{self, Observer};
 use crate::queue::Queue;
@@ -45,7 +45,7 @@ enum ReplyTo<I, O, E> {
     /// A caller on any thread.
     Remote(oneshot::Sender<Outcome<I, O, E>>),
     /// One input of a caller's `submit_many` call, on any thread.
-    Gathered(GatherSender<I, O, E>),
+    Gathered(GatherReply<I, O, E>),
     /// A task on this shard.
     Local(LocalSender<Outcome<I, O, E>>),
 }
@@ -103,35 +103,26 @@ pub struct Submission<K, I, O, E> {
     /// Its weight under the configured weigher.
     pub weight: u64,
     /// Where its outcome goes.
-    pub reply: Respond<I, O, E>,
+    pub reply: oneshot::Sender<Outcome<I, O, E>>,
 }
 
-/// Where the outcome of an input from another thread goes: its own oneshot
-/// channel (`submit`), or its call's shared cell (`submit_many`).
+/// An input of a `submit_many` call on its way into a shard, with
+/// everything computed on the caller's thread; it travels in a bundle with
+/// its call's cell ([`ToShard`]).
 #[derive(Debug)]
-pub enum Respond<I, O, E> {
-    /// A channel of the input's own.
-    One(oneshot::Sender<Outcome<I, O, E>>),
-    /// The input's place in its call's [`Outcomes`](crate::Outcomes).
-    Many(GatherSender<I, O, E>),
-}
-
-impl<I, O, E> Respond<I, O, E> {
-    /// Delivers `outcome`; a caller that stopped waiting is not an error.
-    pub fn send(self, outcome: Outcome<I, O, E>) {
-        match self {
-            Respond::One(reply) => {
-                let _ = reply.send(outcome);
-            }
-            Respond::Many(reply) => reply.send(outcome),
-        }
-    }
-}
-
-impl<I, O, E> From<oneshot::Sender<Outcome<I, O, E>>> for Respond<I, O, E> {
-    fn from(reply: oneshot::Sender<Outcome<I, O, E>>) -> Self {
-        Respond::One(reply)
-    }
+pub struct Bundled<K, I> {
+    /// `key_hash(&key)`.
+    pub hash: u64,
+    /// The input's key.
+    pub key: K,
+    /// The input.
+    pub input: I,
+    /// Its rank under the configured order.
+    pub rank: i64,
+    /// Its weight under the configured weigher.
+    pub weight: u64,
+    /// Its position in its call.
+    pub index: usize,
 }
 
 /// What the queue holds per admitted input: the input and where its
@@ -178,6 +169,8 @@ pub struct ShardCore<Q, I, O, E> {
     generations: Generations<FlushReply>,
     /// The distributions, outcomes and refusals recorded (`observe.rs`).
     observer: Observer,
+    /// Answers kept for `submit_many` callers until the round's end.
+    deliveries: Deliveries<I, O, E>,
 }
 
 /// Told once every input admitted before a flush request is resolved.
@@ -217,6 +210,7 @@ where
             woke_local: false,
             generations: Generations::default(),
             observer: Observer::default(),
+            deliveries: Deliveries::default(),
         }
     }
 
@@ -231,11 +225,7 @@ where
             weight,
             reply,
         } = submission;
-        let to = match reply {
-            Respond::One(reply) => ReplyTo::Remote(reply),
-            Respond::Many(reply) => ReplyTo::Gathered(reply),
-        };
-        self.admit_with(hash, key, input, rank, weight, to, now);
+        self.admit_with(hash, key, input, rank, weight, ReplyTo::Remote(reply), now);
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread
@@ -254,6 +244,40 @@ where
         if self.admit_with(hash, key, input, rank, weight, ReplyTo::Local(reply), now) {
             self.stats.admitted_local += 1;
         }
+    }
+
+    /// Like [`admit`](Self::admit) for an input of a `submit_many` call,
+    /// answered through its call's share on this shard (see
+    /// [`gathering`](Self::gathering)).
+    pub fn admit_gathered(
+        &mut self,
+        bundled: Bundled<Q::Key, I>,
+        gathering: &Gathering<I, O, E>,
+        now: Duration,
+    ) {
+        let Bundled {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+            index,
+        } = bundled;
+        let to = ReplyTo::Gathered(gathering.reply(index));
+        self.admit_with(hash, key, input, rank, weight, to, now);
+    }
+
+    /// A share of a `submit_many` call arrived: its inputs' answers are
+    /// kept on this shard and handed over by [`deliver`](Self::deliver).
+    pub fn gathering(&self, to: ToShard<I, O, E>) -> Gathering<I, O, E> {
+        self.deliveries.gathering(to)
+    }
+
+    /// Hands the answers kept for `submit_many` callers over to them: the
+    /// driver calls it once a round, before it tells flushes (a flush's
+    /// inputs are all answered when it resolves).
+    pub fn deliver(&mut self) {
+        self.deliveries.deliver();
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -4,18 +4,33 @@
 //! own: one allocation, and on the caller's side one future to poll and one
 //! waker to register, per input. A caller handing over hundreds of inputs
 //! at once would pay that hundreds of times. Here every input of one call
-//! shares one cell instead: the shards push `(index, outcome)` pairs into
-//! it as batches finish, and the caller reads them as a stream
-//! ([`Outcomes`]), taking everything that arrived since its last look under
-//! one lock. An input costs its sender a reference count and a push.
+//! shares one cell instead, and what crosses threads is paid per call and
+//! per shard round, not per input:
 //!
-//! Invariant: every index handed out is yielded exactly once — by the
-//! sender's [`send`](GatherSender::send), by the sender's drop (`Aborted`:
-//! its batch was dropped with the shard), or at once for an input refused
-//! on the caller's side ([`Outcomes::refuse`]).
+//! - the caller hands each shard its share with one reference to the cell
+//!   ([`ToShard`]) and each input's index in the call;
+//! - the shard wraps that reference once ([`Gathering`], shard-local), and
+//!   each input's reply ([`GatherReply`]) points into it without an atomic;
+//!   answers are kept there, and the shard hands them over at the end of
+//!   its round ([`Deliveries::deliver`]): one lock and at most one wake-up
+//!   per call per round;
+//! - the caller reads them as a stream ([`Outcomes`]), taking everything
+//!   that arrived since its last look under one lock.
+//!
+//! Wake-up: only a hand-over that finds the cell empty wakes the caller; a
+//! later one finds an outcome the caller has not taken, whose hand-over
+//! woke it. The caller, finding nothing, registers its waker and looks
+//! again before it sleeps. (Checked by `tests/loom_gather.rs`.)
+//!
+//! Invariant: every index a call hands out comes out of its stream exactly
+//! once — answered, refused on the caller's side ([`Outcomes::refuse`]),
+//! or `Aborted` when a reply is dropped unsent (its batch was dropped with
+//! the shard).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering::SeqCst;
 use std::task::{Context, Poll};
 
@@ -34,7 +49,7 @@ type Indexed<I, O, E> = (usize, Outcome<I, O, E>);
 
 /// What the shards and the caller share.
 struct Cell<I, O, E> {
-    /// Outcomes pushed and not yet taken by the caller.
+    /// Outcomes handed over and not yet taken by the caller.
     arrived: Mutex<Vec<Indexed<I, O, E>>>,
     /// The caller's task, once it waits.
     waker: AtomicWaker,
@@ -44,63 +59,193 @@ struct Cell<I, O, E> {
 
 impl<I, O, E> Cell<I, O, E> {
     fn arrived(&self) -> MutexGuard<'_, Vec<Indexed<I, O, E>>> {
-        // A panic cannot happen while the lock is held (a push, a drain),
-        // but if one did, the vector is still whole.
+        // No code that can panic runs under the lock (moves of values the
+        // shard already owns), but if one did, the vector is still whole.
         self.arrived
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Adds an outcome for the caller to take. Only the push that finds
-    /// nothing waiting wakes the caller: a later one finds an outcome it
-    /// has not taken yet, whose push woke it (or which it finds when it
-    /// looks again after registering its waker), so it will take both.
-    fn push(&self, index: usize, outcome: Outcome<I, O, E>) {
-        let first = {
+    /// Hands `outcomes` to the caller (emptying it), waking it if the cell
+    /// had nothing in it.
+    fn hand_over(&self, outcomes: &mut Vec<Indexed<I, O, E>>) {
+        if outcomes.is_empty() {
+            return;
+        }
+        let was_empty = {
             let mut arrived = self.arrived();
-            arrived.push((index, outcome));
-            arrived.len() == 1
+            let was_empty = arrived.is_empty();
+            arrived.append(outcomes);
+            was_empty
         };
-        if first {
+        if was_empty {
             self.waker.wake();
         }
     }
 }
 
-/// Where one input of a call sends its outcome. Dropped unsent (its batch
-/// was dropped as its shard stopped), it answers `Aborted`.
-pub struct GatherSender<I, O, E> {
-    cell: Option<Arc<Cell<I, O, E>>>,
+/// A call's cell, as one shard receives it with its share of the inputs.
+pub struct ToShard<I, O, E>(Arc<Cell<I, O, E>>);
+
+impl<I, O, E> ToShard<I, O, E> {
+    /// Answers the inputs of the call in `indexed` (index, input) at once,
+    /// each with `outcome` of its input (a share refused whole before any
+    /// shard admitted it).
+    pub fn answer_all(
+        &self,
+        indexed: impl IntoIterator<Item = (usize, I)>,
+        outcome: impl Fn(I) -> Outcome<I, O, E>,
+    ) {
+        let mut outcomes: Vec<_> = indexed
+            .into_iter()
+            .map(|(index, input)| (index, outcome(input)))
+            .collect();
+        self.0.hand_over(&mut outcomes);
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for ToShard<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToShard")
+    }
+}
+
+/// A shard's hand-over list: the calls with answers kept since its last
+/// [`deliver`](Deliveries::deliver). Dropped, it delivers what it keeps.
+pub struct Deliveries<I, O, E> {
+    pending: Rc<Pending<I, O, E>>,
+}
+
+/// The calls with answers kept on a shard, each once.
+type Pending<I, O, E> = RefCell<Vec<Rc<Kept<I, O, E>>>>;
+
+/// One call's answers kept on one shard.
+struct Kept<I, O, E> {
+    cell: Arc<Cell<I, O, E>>,
+    outcomes: RefCell<Vec<Indexed<I, O, E>>>,
+    /// Where to note that this call has answers to hand over; gone once the
+    /// shard's list is (the shard is stopping): then answers go at once.
+    list: Weak<Pending<I, O, E>>,
+}
+
+impl<I, O, E> Kept<I, O, E> {
+    fn keep(self: &Rc<Self>, index: usize, outcome: Outcome<I, O, E>) {
+        let first = {
+            let mut outcomes = self.outcomes.borrow_mut();
+            outcomes.push((index, outcome));
+            outcomes.len() == 1
+        };
+        if !first {
+            return;
+        }
+        match self.list.upgrade() {
+            Some(list) => list.borrow_mut().push(Rc::clone(self)),
+            None => self.cell.hand_over(&mut self.outcomes.borrow_mut()),
+        }
+    }
+}
+
+impl<I, O, E> Drop for Kept<I, O, E> {
+    fn drop(&mut self) {
+        self.cell.hand_over(self.outcomes.get_mut());
+    }
+}
+
+impl<I, O, E> Default for Deliveries<I, O, E> {
+    fn default() -> Self {
+        Self {
+            pending: Rc::new(RefCell::new(Vec::new())),
+        }
+    }
+}
+
+impl<I, O, E> Deliveries<I, O, E> {
+    /// The shard received a share of a call: its inputs' replies come from
+    /// the [`Gathering`] returned.
+    pub fn gathering(&self, to: ToShard<I, O, E>) -> Gathering<I, O, E> {
+        Gathering(Rc::new(Kept {
+            cell: to.0,
+            outcomes: RefCell::new(Vec::new()),
+            list: Rc::downgrade(&self.pending),
+        }))
+    }
+
+    /// Hands every answer kept since the last call to its caller.
+    pub fn deliver(&self) {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        for kept in pending {
+            kept.cell.hand_over(&mut kept.outcomes.borrow_mut());
+        }
+    }
+
+    /// Whether answers are kept, waiting for [`deliver`](Self::deliver).
+    pub fn is_empty(&self) -> bool {
+        self.pending.borrow().is_empty()
+    }
+}
+
+impl<I, O, E> Drop for Deliveries<I, O, E> {
+    fn drop(&mut self) {
+        self.deliver();
+    }
+}
+
+impl<I, O, E> std::fmt::Debug for Deliveries<I, O, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deliveries")
+            .field("calls", &self.pending.borrow().len())
+            .finish()
+    }
+}
+
+/// One call's share on one shard: makes its inputs' replies.
+pub struct Gathering<I, O, E>(Rc<Kept<I, O, E>>);
+
+impl<I, O, E> Gathering<I, O, E> {
+    /// The reply of the call's input `index`.
+    pub fn reply(&self, index: usize) -> GatherReply<I, O, E> {
+        GatherReply {
+            kept: Some(Rc::clone(&self.0)),
+            index,
+        }
+    }
+}
+
+/// Where one input of a call sends its outcome (on its shard's thread).
+/// Dropped unsent (its batch was dropped as its shard stopped), it answers
+/// `Aborted`.
+pub struct GatherReply<I, O, E> {
+    kept: Option<Rc<Kept<I, O, E>>>,
     index: usize,
 }
 
-impl<I, O, E> GatherSender<I, O, E> {
-    /// Delivers this input's outcome.
+impl<I, O, E> GatherReply<I, O, E> {
+    /// Keeps this input's outcome, for its shard's next delivery.
     pub fn send(mut self, outcome: Outcome<I, O, E>) {
-        if let Some(cell) = self.cell.take() {
-            cell.push(self.index, outcome);
+        if let Some(kept) = self.kept.take() {
+            kept.keep(self.index, outcome);
         }
     }
 
     /// Whether the caller dropped the call's [`Outcomes`].
     pub fn is_abandoned(&self) -> bool {
-        self.cell
+        self.kept
             .as_ref()
-            .is_some_and(|cell| cell.abandoned.load(SeqCst))
+            .is_some_and(|kept| kept.cell.abandoned.load(SeqCst))
     }
 }
 
-impl<I, O, E> Drop for GatherSender<I, O, E> {
+impl<I, O, E> Drop for GatherReply<I, O, E> {
     fn drop(&mut self) {
-        if let Some(cell) = self.cell.take() {
-            cell.push(self.index, Err(FerryError::Aborted));
+        if let Some(kept) = self.kept.take() {
+            kept.keep(self.index, Err(FerryError::Aborted));
         }
     }
 }
 
-impl<I, O, E> std::fmt::Debug for GatherSender<I, O, E> {
+impl<I, O, E> std::fmt::Debug for GatherReply<I, O, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GatherSender")
+        f.debug_struct("GatherReply")
             .field("index", &self.index)
             .finish_non_exhaustive()
     }
@@ -118,7 +263,6 @@ impl<I, O, E> std::fmt::Debug for GatherSender<I, O, E> {
 ///
 /// ```
 /// use ferry_shard::{FerryError, Outcomes, Refused};
-/// use futures::StreamExt;
 ///
 /// // Outcomes are made by `submit_many`; one refused on the spot comes
 /// // out like any other.
@@ -166,27 +310,25 @@ impl<I, O, E> Outcomes<I, O, E> {
         }
     }
 
-    /// The next input of the call will be answered through the sender
-    /// returned.
-    pub fn sender(&mut self) -> GatherSender<I, O, E> {
-        GatherSender {
-            cell: Some(Arc::clone(&self.cell)),
-            index: self.next_index(),
-        }
-    }
-
-    /// The next input of the call is refused at once, and comes back.
-    pub fn refuse(&mut self, input: I, reason: Refused) {
-        let index = self.next_index();
-        self.taken
-            .push_back((index, Err(FerryError::Refused { input, reason })));
-    }
-
-    fn next_index(&mut self) -> usize {
+    /// Adds an input to the call, answered through a shard's [`Gathering`]
+    /// of [`to_shard`](Self::to_shard): returns its index.
+    pub fn add(&mut self) -> usize {
         let index = self.inputs;
         self.inputs += 1;
         self.pending += 1;
         index
+    }
+
+    /// Adds an input to the call, refused at once: it comes back.
+    pub fn refuse(&mut self, input: I, reason: Refused) {
+        let index = self.add();
+        self.taken
+            .push_back((index, Err(FerryError::Refused { input, reason })));
+    }
+
+    /// The call's cell, to hand to a shard with its share of the inputs.
+    pub fn to_shard(&self) -> ToShard<I, O, E> {
+        ToShard(Arc::clone(&self.cell))
     }
 
     /// Outcomes still to come (or taken and not yet yielded).
@@ -215,7 +357,7 @@ impl<I, O, E> Outcomes<I, O, E> {
             .collect()
     }
 
-    /// Moves what arrived into `taken`; whether anything did.
+    /// Moves what arrived into `taken`; whether anything is there.
     fn take_arrived(&mut self) -> bool {
         let mut arrived = self.cell.arrived();
         self.taken.extend(arrived.drain(..));
@@ -243,8 +385,8 @@ impl<I, O, E> Stream for Outcomes<I, O, E> {
             return Poll::Ready(None);
         }
         if !this.take_arrived() {
-            // Registered before the second look: a push after the first
-            // look either shows in the second or wakes the new waker.
+            // Registered before the second look: a hand-over after the
+            // first look either shows in the second or wakes the new waker.
             this.cell.waker.register(cx.waker());
             if !this.take_arrived() {
                 return Poll::Pending;
@@ -280,14 +422,25 @@ mod tests {
 
     type Of = Outcomes<u32, u32, ()>;
 
+    /// A shard's side of `outcomes`: its list and its share.
+    fn shard(outcomes: &Of) -> (Deliveries<u32, u32, ()>, Gathering<u32, u32, ()>) {
+        let deliveries = Deliveries::default();
+        let gathering = deliveries.gathering(outcomes.to_shard());
+        (deliveries, gathering)
+    }
+
     #[test]
     fn each_input_comes_out_once_and_then_the_stream_ends() {
         let mut outcomes = Of::new();
-        let (a, b) = (outcomes.sender(), outcomes.sender());
+        let (a, b) = (outcomes.add(), outcomes.add());
         outcomes.refuse(9, Refused::Full);
+        let to = outcomes.to_shard();
         std::thread::spawn(move || {
-            b.send(Ok(20));
-            a.send(Ok(10));
+            let deliveries = Deliveries::default();
+            let gathering = deliveries.gathering(to);
+            gathering.reply(b).send(Ok(20));
+            gathering.reply(a).send(Ok(10));
+            deliveries.deliver();
         })
         .join()
         .unwrap();
@@ -301,31 +454,89 @@ mod tests {
     }
 
     #[test]
+    fn answers_wait_on_the_shard_until_delivered() {
+        let mut outcomes = Of::new();
+        let index = outcomes.add();
+        let (deliveries, gathering) = shard(&outcomes);
+        gathering.reply(index).send(Ok(5));
+        assert!(!deliveries.is_empty());
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(outcomes.poll_next_unpin(&mut cx), Poll::Pending);
+        deliveries.deliver();
+        assert!(deliveries.is_empty());
+        assert_eq!(
+            outcomes.poll_next_unpin(&mut cx),
+            Poll::Ready(Some((0, Ok(5))))
+        );
+    }
+
+    #[test]
     fn all_puts_them_back_in_the_order_given() {
         let mut outcomes = Of::new();
-        let senders: Vec<_> = (0..5).map(|_| outcomes.sender()).collect();
-        for (i, sender) in senders.into_iter().enumerate().rev() {
-            sender.send(Ok(i as u32 * 2));
+        let indices: Vec<_> = (0..5).map(|_| outcomes.add()).collect();
+        let (deliveries, gathering) = shard(&outcomes);
+        for index in indices.into_iter().rev() {
+            gathering.reply(index).send(Ok(index as u32 * 2));
         }
+        drop(deliveries); // delivers what it keeps
         let all = futures::executor::block_on(outcomes.all());
         assert_eq!(all, vec![Ok(0), Ok(2), Ok(4), Ok(6), Ok(8)]);
     }
 
     #[test]
-    fn a_sender_dropped_unsent_answers_aborted() {
+    fn a_reply_dropped_unsent_answers_aborted() {
         let mut outcomes = Of::new();
-        drop(outcomes.sender());
+        let index = outcomes.add();
+        let (deliveries, gathering) = shard(&outcomes);
+        drop(gathering.reply(index));
+        deliveries.deliver();
         let all = futures::executor::block_on(outcomes.all());
         assert_eq!(all, vec![Err(FerryError::Aborted)]);
     }
 
     #[test]
-    fn a_push_wakes_the_waiting_caller() {
+    fn once_the_shards_list_is_gone_answers_go_at_once() {
         let mut outcomes = Of::new();
-        let sender = outcomes.sender();
+        let index = outcomes.add();
+        let (deliveries, gathering) = shard(&outcomes);
+        drop(deliveries);
+        gathering.reply(index).send(Ok(3));
+        let all = futures::executor::block_on(outcomes.all());
+        assert_eq!(all, vec![Ok(3)]);
+    }
+
+    #[test]
+    fn a_share_refused_whole_comes_back_input_by_input() {
+        let mut outcomes = Of::new();
+        let shared: Vec<_> = [4, 5].into_iter().map(|i| (outcomes.add(), i)).collect();
+        outcomes.to_shard().answer_all(shared, |input| {
+            Err(FerryError::Refused {
+                input,
+                reason: Refused::Closed,
+            })
+        });
+        let all = futures::executor::block_on(outcomes.all());
+        let back: Vec<_> = all
+            .into_iter()
+            .map(|outcome| match outcome {
+                Err(FerryError::Refused { input, .. }) => input,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(back, vec![4, 5]);
+    }
+
+    #[test]
+    fn a_delivery_wakes_the_waiting_caller() {
+        let mut outcomes = Of::new();
+        let index = outcomes.add();
+        let to = outcomes.to_shard();
         let pusher = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
-            sender.send(Ok(1));
+            let deliveries = Deliveries::default();
+            deliveries.gathering(to).reply(index).send(Ok(1));
+            deliveries.deliver();
         });
         // Blocks until woken: a lost wake-up would hang here.
         let first = futures::executor::block_on(outcomes.next());
@@ -335,22 +546,27 @@ mod tests {
     }
 
     #[test]
-    fn dropping_the_outcomes_marks_every_sender_abandoned() {
+    fn dropping_the_outcomes_marks_every_reply_abandoned() {
         let mut outcomes = Of::new();
-        let sender = outcomes.sender();
-        assert!(!sender.is_abandoned());
+        let index = outcomes.add();
+        let (deliveries, gathering) = shard(&outcomes);
+        let reply = gathering.reply(index);
+        assert!(!reply.is_abandoned());
         drop(outcomes);
-        assert!(sender.is_abandoned());
-        sender.send(Ok(1)); // nobody reads it; not an error
+        assert!(reply.is_abandoned());
+        reply.send(Ok(1)); // nobody reads it; not an error
+        deliveries.deliver();
     }
 
     #[test]
     fn len_counts_what_is_still_to_come() {
         let mut outcomes = Of::new();
-        let sender = outcomes.sender();
+        let index = outcomes.add();
         outcomes.refuse(1, Refused::Closed);
         assert_eq!((outcomes.len(), outcomes.size_hint()), (2, (2, Some(2))));
-        sender.send(Ok(3));
+        let (deliveries, gathering) = shard(&outcomes);
+        gathering.reply(index).send(Ok(3));
+        deliveries.deliver();
         let _ = futures::executor::block_on(outcomes.next());
         let _ = futures::executor::block_on(outcomes.next());
         assert!(outcomes.is_empty());

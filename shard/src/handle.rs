@@ -21,11 +21,11 @@ use tokio::sync::oneshot;
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
-use crate::core::{FlushReply, Outcome, Respond, ShardCore, Submission, Waiter};
+use crate::core::{Bundled, FlushReply, Outcome, ShardCore, Submission, Waiter};
 use crate::error::FerryError;
 use crate::executor::Executor;
 use crate::flush_door::{FlushDoor, Flushed};
-use crate::gather::Outcomes;
+use crate::gather::{Outcomes, ToShard};
 use crate::idle::{Alarm, Bell, IdlePolicy};
 use crate::intake::Intake;
 use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
@@ -46,8 +46,9 @@ pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Sen
 pub(crate) enum Inbound<K, I, O, E> {
     /// An input to admit.
     Submit(Submission<K, I, O, E>),
-    /// Inputs handed over together (`submit_many`): one push, one wake-up.
-    Bundle(Vec<Submission<K, I, O, E>>),
+    /// Inputs of one `submit_many` call handed over together, with their
+    /// call's cell: one push, one wake-up.
+    Bundle(ToShard<I, O, E>, Vec<Bundled<K, I>>),
     /// A task to run on the shard's thread.
     Spawn(SpawnTask),
     /// A caller of the key of this hash stopped waiting (`withdraw_on_drop`).
@@ -58,14 +59,13 @@ pub(crate) enum Inbound<K, I, O, E> {
 /// ([`Shard::submit_bundle`]). Each input is answered through its call's
 /// [`Outcomes`], where it takes the next place as it is added.
 pub struct Bundle<K, I, O, E> {
-    submissions: Vec<Submission<K, I, O, E>>,
+    to: Option<ToShard<I, O, E>>,
+    inputs: Vec<Bundled<K, I>>,
 }
 
 impl<K, I, O, E> Default for Bundle<K, I, O, E> {
     fn default() -> Self {
-        Self {
-            submissions: Vec::new(),
-        }
+        Self::with_capacity(0)
     }
 }
 
@@ -73,12 +73,14 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     /// An empty bundle with room for `inputs`.
     pub fn with_capacity(inputs: usize) -> Self {
         Self {
-            submissions: Vec::with_capacity(inputs),
+            to: None,
+            inputs: Vec::with_capacity(inputs),
         }
     }
 
     /// Adds an input (with its key's `hash`, its `rank` and `weight`), to
-    /// be answered as the next input of `outcomes`.
+    /// be answered as the next input of `outcomes`. A bundle holds inputs
+    /// of one call.
     pub fn add(
         &mut self,
         outcomes: &mut Outcomes<I, O, E>,
@@ -88,24 +90,25 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
         rank: i64,
         weight: u64,
     ) {
-        self.submissions.push(Submission {
+        self.to.get_or_insert_with(|| outcomes.to_shard());
+        self.inputs.push(Bundled {
             hash,
             key,
             input,
             rank,
             weight,
-            reply: Respond::Many(outcomes.sender()),
+            index: outcomes.add(),
         });
     }
 
     /// Inputs in the bundle.
     pub fn len(&self) -> usize {
-        self.submissions.len()
+        self.inputs.len()
     }
 
     /// Whether it holds no input.
     pub fn is_empty(&self) -> bool {
-        self.submissions.is_empty()
+        self.inputs.is_empty()
     }
 }
 
@@ -272,7 +275,7 @@ where
             input,
             rank,
             weight,
-            reply: Respond::One(reply),
+            reply,
         };
         match self.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Ok(Answer {
@@ -335,28 +338,26 @@ where
     /// each is refused on its own: its outcome is the refusal, with its
     /// input handed back. Returns how many were refused.
     pub fn submit_bundle(&self, bundle: Bundle<Q::Key, I, O, E>) -> usize {
-        let inputs = bundle.submissions.len();
-        if inputs == 0 {
+        let Bundle {
+            to: Some(to),
+            inputs,
+        } = bundle
+        else {
             return 0;
-        }
-        let refused = match self
-            .intake
-            .push_bundle(Inbound::Bundle(bundle.submissions), inputs)
-        {
+        };
+        let count = inputs.len();
+        let refused = match self.intake.push_bundle(Inbound::Bundle(to, inputs), count) {
             Ok(()) => return 0,
             Err(refused) => refused,
         };
-        let Inbound::Bundle(submissions) = refused.item else {
+        let Inbound::Bundle(to, inputs) = refused.item else {
             unreachable!("the intake hands back what it was given")
         };
-        for submission in submissions {
+        for _ in 0..count {
             self.refused_at_intake(refused.reason);
-            submission.reply.send(Err(FerryError::Refused {
-                input: submission.input,
-                reason: refused.reason,
-            }));
         }
-        inputs
+        refuse_bundled(&to, inputs, refused.reason);
+        count
     }
 
     /// A caller of the key of `hash` stopped waiting: tells the shard, which
@@ -636,6 +637,7 @@ where
         // The loop's borrows end before the unwinding reaches here.
         if let Ok(mut core) = self.core.try_borrow_mut() {
             core.refuse_waiting();
+            core.deliver();
             observe::farewell(&mut core, &self.counters);
         }
     }
@@ -652,6 +654,40 @@ struct CloseOnExit<'a, K, I, O, E> {
     flushes: &'a FlushDoor<FlushReply>,
 }
 
+impl<K, I, O, E> CloseOnExit<'_, K, I, O, E> {
+    /// Refuses `Closed` what was left in the intake, handing it back.
+    fn refuse(&self, inbound: Inbound<K, I, O, E>) {
+        let closed = Refused::Closed;
+        match inbound {
+            Inbound::Submit(submission) => {
+                self.counters.count_refused_at_intake(closed);
+                let refused = FerryError::Refused {
+                    input: submission.input,
+                    reason: closed,
+                };
+                let _ = submission.reply.send(Err(refused));
+            }
+            Inbound::Bundle(to, inputs) => {
+                self.intake.popped_bundle(inputs.len());
+                for _ in &inputs {
+                    self.counters.count_refused_at_intake(closed);
+                }
+                refuse_bundled(&to, inputs, closed);
+            }
+            Inbound::Spawn(_) | Inbound::Withdraw(_) => {}
+        }
+    }
+}
+
+/// Answers every input of a share of a call with its refusal, handing it
+/// back.
+fn refuse_bundled<K, I, O, E>(to: &ToShard<I, O, E>, inputs: Vec<Bundled<K, I>>, reason: Refused) {
+    let indexed = inputs
+        .into_iter()
+        .map(|bundled| (bundled.index, bundled.input));
+    to.answer_all(indexed, |input| Err(FerryError::Refused { input, reason }));
+}
+
 impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     fn drop(&mut self) {
         self.counters.mark_stopped();
@@ -661,22 +697,7 @@ impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
         intake.close();
         loop {
             while let Some(inbound) = intake.pop() {
-                let submissions = match inbound {
-                    Inbound::Submit(submission) => vec![submission],
-                    Inbound::Bundle(submissions) => {
-                        intake.popped_bundle(submissions.len());
-                        submissions
-                    }
-                    Inbound::Spawn(_) | Inbound::Withdraw(_) => Vec::new(),
-                };
-                for submission in submissions {
-                    self.counters.count_refused_at_intake(Refused::Closed);
-                    let refused = FerryError::Refused {
-                        input: submission.input,
-                        reason: Refused::Closed,
-                    };
-                    submission.reply.send(Err(refused));
-                }
+                self.refuse(inbound);
             }
             if intake.is_sealed() && intake.is_empty() {
                 break;

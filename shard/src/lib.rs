@@ -88,12 +88,12 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
     pub use crate::core::{
-        BatchOutcome, Dispatch, DispatchOf, FlushReply, Reply, Respond, ShardCore, Submission,
+        BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Reply, ShardCore, Submission,
         Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::flush::Generations;
-    pub use crate::gather::GatherSender;
+    pub use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
     pub use crate::queue::{Queue, Taken};

@@ -15,7 +15,8 @@
 //! 5. **close the queue** once the engine is closing and the sealed intake
 //!    is drained;
 //! 6. **start** the batches that admission made ready;
-//! 7. **publish** the stats, and stop once closed, drained and quiet;
+//! 7. **publish**: hand over the answers kept for `submit_many` callers,
+//!    then the stats; stop once closed, drained and quiet;
 //! 8. **wait** for a batch to complete, new input (or close), or the
 //!    earliest deadline: spinning, dozing or parked, by how long the shard
 //!    has been idle (see `idle.rs`);
@@ -322,11 +323,13 @@ where
                     let arrived = self.arrival();
                     self.parts.core.borrow_mut().admit(submission, arrived);
                 }
-                Some(Inbound::Bundle(submissions)) => {
-                    self.parts.intake.popped_bundle(submissions.len());
-                    for submission in submissions {
+                Some(Inbound::Bundle(to, inputs)) => {
+                    self.parts.intake.popped_bundle(inputs.len());
+                    let gathering = self.parts.core.borrow().gathering(to);
+                    for bundled in inputs {
                         let arrived = self.arrival();
-                        self.parts.core.borrow_mut().admit(submission, arrived);
+                        let mut core = self.parts.core.borrow_mut();
+                        core.admit_gathered(bundled, &gathering, arrived);
                     }
                 }
                 Some(Inbound::Spawn(task)) => {
@@ -370,12 +373,14 @@ where
         }
     }
 
-    /// Step 7: the stats, for readers on any thread (and, with the
+    /// Step 7: the answers kept for `submit_many` callers (see
+    /// `gather.rs`), then the stats, for readers on any thread (and, with the
     /// feature `metrics`, for the `metrics` facade); then the flushes that
     /// completed are told, so that their callers read figures that show
     /// what they waited for.
     fn publish(&mut self) {
         let mut core = self.parts.core.borrow_mut();
+        core.deliver();
         let stats = core.stats();
         let histograms = &mut core.observer_mut().histograms;
         self.parts.counters.publish(&stats, histograms);

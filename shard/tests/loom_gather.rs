@@ -1,13 +1,14 @@
 //! Model check of the shared answer cell of a `submit_many` call
 //! (`src/gather.rs`) with loom: two shard threads answer inputs of one call
-//! (one of them drops a sender unsent, as a shard that stops with the batch
-//! in flight does) while the caller reads the stream and sleeps whenever it
-//! finds nothing, up to a preemption bound.
+//! and hand them over at the end of their rounds (one of them drops a
+//! reply unsent, as a shard that stops with the batch in flight does),
+//! while the caller reads the stream and sleeps whenever it finds nothing,
+//! up to a preemption bound.
 //!
 //! Checked in every interleaving:
-//! - no lost wake-up: only the push that finds the cell empty wakes the
-//!   caller, and the caller is never left asleep while an outcome waits
-//!   (loom reports a deadlock if it is);
+//! - no lost wake-up: only the hand-over that finds the cell empty wakes
+//!   the caller, and the caller is never left asleep while an outcome
+//!   waits (loom reports a deadlock if it is);
 //! - every input comes out exactly once, with its own outcome, and then the
 //!   stream ends.
 //!
@@ -21,7 +22,8 @@ use std::pin::Pin;
 use std::sync::Arc as StdArc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use ferry_shard::{FerryError, Outcomes};
+use ferry_shard::parts::{Deliveries, ToShard};
+use ferry_shard::{FerryError, Outcome, Outcomes};
 use futures::Stream;
 use loom::sync::Notify;
 use loom::thread;
@@ -59,16 +61,35 @@ fn read_all(
     }
 }
 
+/// One shard's round: answers `answers` (index, outcome; `None`: the reply
+/// is dropped unsent), then hands them over.
+fn shard_round(to: ToShard<u32, u32, ()>, answers: Vec<(usize, Option<Outcome<u32, u32, ()>>)>) {
+    let deliveries = Deliveries::default();
+    let gathering = deliveries.gathering(to);
+    for (index, outcome) in answers {
+        let reply = gathering.reply(index);
+        match outcome {
+            Some(outcome) => reply.send(outcome),
+            None => drop(reply),
+        }
+    }
+    deliveries.deliver();
+}
+
 #[test]
 fn two_shards_answering_one_call_never_leave_the_caller_asleep() {
     model(|| {
         let mut outcomes = Outcomes::<u32, u32, ()>::new();
-        let (a, b, c) = (outcomes.sender(), outcomes.sender(), outcomes.sender());
-        let first = thread::spawn(move || {
-            a.send(Ok(10));
-            drop(c); // its batch dropped with the shard: Aborted
-        });
-        let second = thread::spawn(move || b.send(Ok(20)));
+        let (a, b, c) = (outcomes.add(), outcomes.add(), outcomes.add());
+        let first = {
+            let to = outcomes.to_shard();
+            // c's batch is dropped with its shard: Aborted.
+            thread::spawn(move || shard_round(to, vec![(a, Some(Ok(10))), (c, None)]))
+        };
+        let second = {
+            let to = outcomes.to_shard();
+            thread::spawn(move || shard_round(to, vec![(b, Some(Ok(20)))]))
+        };
         let mut seen = read_all(outcomes);
         first.join().unwrap();
         second.join().unwrap();
@@ -82,12 +103,15 @@ fn two_shards_answering_one_call_never_leave_the_caller_asleep() {
 }
 
 #[test]
-fn answers_before_and_after_the_caller_first_looks_all_come_out() {
+fn rounds_before_and_after_the_caller_first_looks_all_come_out() {
     model(|| {
         let mut outcomes = Outcomes::<u32, u32, ()>::new();
-        let (a, b) = (outcomes.sender(), outcomes.sender());
-        a.send(Ok(1)); // already there at the first look
-        let late = thread::spawn(move || b.send(Ok(2)));
+        let (a, b) = (outcomes.add(), outcomes.add());
+        shard_round(outcomes.to_shard(), vec![(a, Some(Ok(1)))]); // there at the first look
+        let late = {
+            let to = outcomes.to_shard();
+            thread::spawn(move || shard_round(to, vec![(b, Some(Ok(2)))]))
+        };
         let mut seen = read_all(outcomes);
         late.join().unwrap();
         seen.sort_by_key(|(index, _)| *index);

@@ -521,7 +521,7 @@ impl Sim {
                 input: arrival.input.clone(),
                 rank: arrival.rank,
                 weight: arrival.weight,
-                reply: reply.into(),
+                reply,
             },
             at(self.now),
         );
@@ -1665,7 +1665,7 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
                 input,
                 rank: 0,
                 weight: 1,
-                reply: reply.into(),
+                reply,
             },
             at(now),
         );

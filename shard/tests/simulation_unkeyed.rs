@@ -743,7 +743,7 @@ impl Sim {
                 input: arrival.input.clone(),
                 rank: 0,
                 weight: arrival.weight,
-                reply: reply.into(),
+                reply,
             },
             at(self.now),
         );
