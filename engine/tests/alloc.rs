@@ -16,17 +16,25 @@
 //! | `submit`, 100,000 keys | 1.00 | 3.000–3.014 | 3.000–3.014 |
 //! | `submit_local`, 1,000 keys | 2.02 | 1.988 | 4.024 |
 //! | `Batcher::submit` | 16.4–62.5 | 1.032–1.122 | 18.4–64.5 |
+//! | `submit_many`, calls of 500, 100,000 keys | 1.00 | 1.020 | 1.020 |
+//!
+//! (The `submit_many` row: two runs, one of each runtime, 100,000 inputs
+//! in 200 calls: 102,029 and 102,037 allocations, 1 per batch and 10 per
+//! call, and 29 and 37 beyond that.)
 //!
 //! Inputs per batch follow the timing of callers and shards, so the
 //! figures per input and per batch move with them; what does not move is
 //! the budget every case keeps, asserted by `Measured::check`:
 //!
-//! **allocations ≤ 1 per input + 1 per batch + slack**
+//! **allocations ≤ 1 per input + 1 per batch + slack**, and for
+//! `submit_many` **≤ 1 per batch + 10 per call of 500 + slack**: nothing of
+//! an input's own.
 //!
 //! - **1 per input** (`PER_INPUT`): where the input's outcome goes. For
 //!   `submit` and the batcher, the `Arc` that the two ends of the tokio
 //!   oneshot channel share (made in `Shard::submit`); for `submit_local`,
-//!   the `Rc` of the local answer cell (`local_channel`).
+//!   the `Rc` of the local answer cell (`local_channel`). None for
+//!   `submit_many`, whose inputs share their call's cell (`PER_CALL`).
 //! - **1 per batch** (`PER_BATCH`): the batch's inputs `Vec`
 //!   (`ShardCore::dispatch`), which the batch function receives. The batch
 //!   future's home is a box the loop reuses (`batch_run.rs`): a batch that
@@ -112,6 +120,13 @@ const MEASURED_PER_CALLER: usize = 50_000;
 /// The budget: allocations per input and per batch (see the module docs).
 const PER_INPUT: u64 = 1;
 const PER_BATCH: u64 = 1;
+/// And per `submit_many` call, whose inputs cost nothing each: the call's
+/// answer cell (its `Arc`, its vector, the stream's queue), the list of
+/// bundles, and per shard a bundle's vector and the shard's share of the
+/// cell (its `Rc` and the vector answers are kept in).
+const PER_CALL: u64 = 4 + 3 * SHARDS as u64;
+/// Inputs per `submit_many` call.
+const PER_CALL_INPUTS: usize = 500;
 
 /// Allocations allowed beyond the budget in any case: tables that grow a
 /// few more times, and the test harness reporting another test's result.
@@ -134,6 +149,10 @@ type Outcome = Result<u64, FerryError<u64, ()>>;
 #[derive(Debug)]
 struct Measured {
     runtime: Runtime,
+    /// The budget per input (`PER_INPUT`, or none for `submit_many`).
+    per_input: u64,
+    /// `submit_many` calls made (0 for the other cases).
+    calls: u64,
     inputs: u64,
     batches: u64,
     allocations: u64,
@@ -171,12 +190,14 @@ impl Measured {
 
     /// Reports the counts, then asserts the budget.
     fn check(&self, case: &str) {
-        let budget = PER_INPUT * self.inputs + PER_BATCH * self.batches;
+        let budget =
+            self.per_input * self.inputs + PER_BATCH * self.batches + PER_CALL * self.calls;
         let slack = self.slack();
         eprintln!(
             "{case}, {:?}: {} inputs in {} batches ({:.2} inputs per batch), {} parks, {:?}; \
              {} allocations, {:.3} per input, {:.3} per batch; budget {budget} \
-             ({PER_INPUT} per input + {PER_BATCH} per batch), {} beyond it (slack {slack})",
+             ({} per input + {PER_BATCH} per batch + {PER_CALL} per call, {} calls), \
+             {} beyond it (slack {slack})",
             self.runtime,
             self.inputs,
             self.batches,
@@ -186,16 +207,20 @@ impl Measured {
             self.allocations,
             self.allocations as f64 / self.inputs as f64,
             self.allocations as f64 / self.batches as f64,
+            self.per_input,
+            self.calls,
             self.allocations as i64 - budget as i64,
         );
         assert!(
             self.allocations <= budget + slack,
-            "{case}, {:?}: {} allocations for {} inputs in {} batches, more than \
-             {PER_INPUT} per input + {PER_BATCH} per batch + {slack} slack",
+            "{case}, {:?}: {} allocations for {} inputs in {} batches and {} calls, more \
+             than {} per input + {PER_BATCH} per batch + {PER_CALL} per call + {slack} slack",
             self.runtime,
             self.allocations,
             self.inputs,
             self.batches,
+            self.calls,
+            self.per_input,
         );
     }
 }
@@ -365,6 +390,8 @@ where
         let after = published(&stats, answered as u64);
         Measured {
             runtime,
+            per_input: PER_INPUT,
+            calls: 0,
             inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
             batches: after.batches - before.batches,
             allocations,
@@ -485,6 +512,8 @@ fn submit_local_from_a_task_on_the_shard(runtime: Runtime) {
     engine.join();
     let measured = Measured {
         runtime,
+        per_input: PER_INPUT,
+        calls: 0,
         inputs: MEASURED_PER_CALLER as u64,
         batches: after.batches - before.batches,
         allocations,
@@ -493,4 +522,120 @@ fn submit_local_from_a_task_on_the_shard(runtime: Runtime) {
         lane_places_max: lane_places_max(1, IN_FLIGHT_PER_CALLER),
     };
     measured.check("submit_local, 1000 keys");
+}
+
+on_each_runtime!(submit_many_in_calls_of_500);
+/// `submit_many` in calls of `PER_CALL_INPUTS`, from two caller threads,
+/// 100,000 keys: no allocation of an input's own, only the call's.
+fn submit_many_in_calls_of_500(runtime: Runtime) {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let engine = engine(runtime);
+    let phase = Barrier::new(SHARDS + 1);
+    let call = |caller: usize, first: usize| {
+        engine.submit_many((first..first + PER_CALL_INPUTS).map(|j| {
+            let i = (caller + j * SHARDS) as u64;
+            (i % 100_000, i)
+        }))
+    };
+    let (before, allocations, took) = std::thread::scope(|scope| {
+        for caller in 0..SHARDS {
+            let (call, phase) = (&call, &phase);
+            scope.spawn(move || {
+                let mut calls = Calls::new(IN_FLIGHT_PER_CALLER / PER_CALL_INPUTS);
+                calls.run(0, WARM_UP_PER_CALLER, |first| call(caller, first));
+                phase.wait(); // warmed up
+                phase.wait(); // counting
+                let (from, to) = (WARM_UP_PER_CALLER, WARM_UP_PER_CALLER + MEASURED_PER_CALLER);
+                calls.run(from, to, |first| call(caller, first));
+                phase.wait(); // done
+            });
+        }
+        phase.wait();
+        let before = published(|| engine.stats(), (WARM_UP_PER_CALLER * SHARDS) as u64);
+        let started = Instant::now();
+        let counted_from = ALLOCATIONS.load(SeqCst);
+        phase.wait();
+        phase.wait();
+        (
+            before,
+            ALLOCATIONS.load(SeqCst) - counted_from,
+            started.elapsed(),
+        )
+    });
+    let answered = (WARM_UP_PER_CALLER + MEASURED_PER_CALLER) * SHARDS;
+    let after = published(|| engine.stats(), answered as u64);
+    engine.close();
+    engine.join();
+    let measured = Measured {
+        runtime,
+        per_input: 0,
+        calls: (MEASURED_PER_CALLER * SHARDS / PER_CALL_INPUTS) as u64,
+        inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
+        batches: after.batches - before.batches,
+        allocations,
+        parks: after.parks - before.parks,
+        took,
+        lane_places_max: lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
+    };
+    measured.check("submit_many, 100000 keys");
+}
+
+/// A caller keeping `slots` `submit_many` calls in flight, reading their
+/// streams in turn; its own memory is made once.
+struct Calls {
+    slots: Vec<Option<ferry::Outcomes<u64, u64, ()>>>,
+}
+
+impl Calls {
+    fn new(slots: usize) -> Self {
+        Self {
+            slots: (0..slots).map(|_| None).collect(),
+        }
+    }
+
+    /// Makes the calls of inputs `from..to` (`call(first)` makes the call
+    /// of `first..first + PER_CALL_INPUTS`) and reads every outcome, which
+    /// must be an output.
+    fn run(
+        &mut self,
+        from: usize,
+        to: usize,
+        mut call: impl FnMut(usize) -> ferry::Outcomes<u64, u64, ()>,
+    ) {
+        use futures::StreamExt;
+        let mut next = from;
+        futures::executor::block_on(poll_fn(|cx| loop {
+            let mut open = 0;
+            for slot in &mut self.slots {
+                if slot.is_none() && next < to {
+                    *slot = Some(call(next));
+                    next += PER_CALL_INPUTS;
+                }
+                let Some(outcomes) = slot else { continue };
+                loop {
+                    match outcomes.poll_next_unpin(cx) {
+                        Poll::Ready(Some((_, outcome))) => {
+                            assert!(outcome.is_ok(), "an input failed: {outcome:?}");
+                        }
+                        Poll::Ready(None) => {
+                            *slot = None;
+                            break;
+                        }
+                        Poll::Pending => {
+                            open += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            if open == 0 && next >= to && self.slots.iter().all(Option::is_none) {
+                return Poll::Ready(());
+            }
+            if open > 0 && self.slots.iter().all(Option::is_some) || next >= to {
+                return Poll::Pending;
+            }
+        }))
+    }
 }

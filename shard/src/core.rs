@@ -267,10 +267,11 @@ where
         self.admit_with(hash, key, input, rank, weight, to, now);
     }
 
-    /// A share of a `submit_many` call arrived: its inputs' answers are
-    /// kept on this shard and handed over by [`deliver`](Self::deliver).
-    pub fn gathering(&self, to: ToShard<I, O, E>) -> Gathering<I, O, E> {
-        self.deliveries.gathering(to)
+    /// A share of `inputs` inputs of a `submit_many` call arrived: their
+    /// answers are kept on this shard and handed over by
+    /// [`deliver`](Self::deliver).
+    pub fn gathering(&self, to: ToShard<I, O, E>, inputs: usize) -> Gathering<I, O, E> {
+        self.deliveries.gathering(to, inputs)
     }
 
     /// Hands the answers kept for `submit_many` callers over to them: the

@@ -160,21 +160,28 @@ impl<I, O, E> Default for Deliveries<I, O, E> {
 }
 
 impl<I, O, E> Deliveries<I, O, E> {
-    /// The shard received a share of a call: its inputs' replies come from
-    /// the [`Gathering`] returned.
-    pub fn gathering(&self, to: ToShard<I, O, E>) -> Gathering<I, O, E> {
+    /// The shard received a share of `inputs` inputs of a call: their
+    /// replies come from the [`Gathering`] returned.
+    pub fn gathering(&self, to: ToShard<I, O, E>, inputs: usize) -> Gathering<I, O, E> {
         Gathering(Rc::new(Kept {
             cell: to.0,
-            outcomes: RefCell::new(Vec::new()),
+            outcomes: RefCell::new(Vec::with_capacity(inputs)),
             list: Rc::downgrade(&self.pending),
         }))
     }
 
     /// Hands every answer kept since the last call to its caller.
     pub fn deliver(&self) {
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
-        for kept in pending {
+        // Taken out of the list first: a hand-over wakes a caller, and a
+        // waker is foreign code that must not find the list borrowed.
+        let mut pending = std::mem::take(&mut *self.pending.borrow_mut());
+        for kept in pending.drain(..) {
             kept.cell.hand_over(&mut kept.outcomes.borrow_mut());
+        }
+        // The emptied list goes back, keeping its room for the next round.
+        let mut list = self.pending.borrow_mut();
+        if list.is_empty() {
+            *list = pending;
         }
     }
 
@@ -425,7 +432,7 @@ mod tests {
     /// A shard's side of `outcomes`: its list and its share.
     fn shard(outcomes: &Of) -> (Deliveries<u32, u32, ()>, Gathering<u32, u32, ()>) {
         let deliveries = Deliveries::default();
-        let gathering = deliveries.gathering(outcomes.to_shard());
+        let gathering = deliveries.gathering(outcomes.to_shard(), 8);
         (deliveries, gathering)
     }
 
@@ -437,7 +444,7 @@ mod tests {
         let to = outcomes.to_shard();
         std::thread::spawn(move || {
             let deliveries = Deliveries::default();
-            let gathering = deliveries.gathering(to);
+            let gathering = deliveries.gathering(to, 2);
             gathering.reply(b).send(Ok(20));
             gathering.reply(a).send(Ok(10));
             deliveries.deliver();
@@ -535,7 +542,7 @@ mod tests {
         let pusher = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
             let deliveries = Deliveries::default();
-            deliveries.gathering(to).reply(index).send(Ok(1));
+            deliveries.gathering(to, 1).reply(index).send(Ok(1));
             deliveries.deliver();
         });
         // Blocks until woken: a lost wake-up would hang here.

@@ -325,7 +325,7 @@ where
                 }
                 Some(Inbound::Bundle(to, inputs)) => {
                     self.parts.intake.popped_bundle(inputs.len());
-                    let gathering = self.parts.core.borrow().gathering(to);
+                    let gathering = self.parts.core.borrow().gathering(to, inputs.len());
                     for bundled in inputs {
                         let arrived = self.arrival();
                         let mut core = self.parts.core.borrow_mut();

@@ -65,7 +65,7 @@ fn read_all(
 /// is dropped unsent), then hands them over.
 fn shard_round(to: ToShard<u32, u32, ()>, answers: Vec<(usize, Option<Outcome<u32, u32, ()>>)>) {
     let deliveries = Deliveries::default();
-    let gathering = deliveries.gathering(to);
+    let gathering = deliveries.gathering(to, answers.len());
     for (index, outcome) in answers {
         let reply = gathering.reply(index);
         match outcome {
