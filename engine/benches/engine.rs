@@ -13,7 +13,8 @@
 //!   tokio).
 //! - **submit_many**: the same engine (glommio), inputs handed over in calls
 //!   of 500 (`Engine::submit_many`: one push and one wake-up per shard per
-//!   call), 4,000 inputs in flight as before.
+//!   call), 4,000 inputs in flight as before, each caller reading its
+//!   calls' streams of outcomes in turn.
 //! - **latency**: one caller, one input at a time (light load), submit to
 //!   answer; beside it, in the same run, the machine's own wake-up cost: two
 //!   plain threads passing a token back and forth with `park`/`unpark`,

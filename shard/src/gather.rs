@@ -172,6 +172,9 @@ impl<I, O, E> Deliveries<I, O, E> {
 
     /// Hands every answer kept since the last call to its caller.
     pub fn deliver(&self) {
+        if self.is_empty() {
+            return;
+        }
         // Taken out of the list first: a hand-over wakes a caller, and a
         // waker is foreign code that must not find the list borrowed.
         let mut pending = std::mem::take(&mut *self.pending.borrow_mut());
