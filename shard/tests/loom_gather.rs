@@ -18,45 +18,29 @@
 //! ```
 #![cfg(loom)]
 
+mod loom_support;
+
 use std::pin::Pin;
-use std::sync::Arc as StdArc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 
 use ferry_shard::parts::{Deliveries, ToShard};
 use ferry_shard::{FerryError, Outcome, Outcomes};
 use futures::Stream;
-use loom::sync::Notify;
 use loom::thread;
-
-/// The caller's parking spot: a wake before it sleeps is kept, so the next
-/// sleep returns at once.
-struct Parking(Notify);
-
-impl Wake for Parking {
-    fn wake(self: StdArc<Self>) {
-        self.0.notify();
-    }
-}
-
-fn model(test: impl Fn() + Send + Sync + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(test);
-}
+use loom_support::{model, Parking};
 
 /// Reads `outcomes` to its end, sleeping whenever nothing is there.
 fn read_all(
     mut outcomes: Outcomes<u32, u32, ()>,
 ) -> Vec<(usize, Result<u32, FerryError<u32, ()>>)> {
-    let parking = StdArc::new(Parking(Notify::new()));
-    let waker = Waker::from(parking.clone());
+    let (parking, waker) = Parking::new();
     let mut cx = Context::from_waker(&waker);
     let mut seen = Vec::new();
     loop {
         match Pin::new(&mut outcomes).poll_next(&mut cx) {
             Poll::Ready(Some(next)) => seen.push(next),
             Poll::Ready(None) => return seen,
-            Poll::Pending => parking.0.wait(),
+            Poll::Pending => parking.park(),
         }
     }
 }

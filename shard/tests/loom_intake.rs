@@ -26,39 +26,21 @@
 //! ```
 #![cfg(loom)]
 
+mod loom_support;
+
 use std::collections::BTreeSet;
-use std::sync::Arc as StdArc;
-use std::task::{Wake, Waker};
 
 use ferry_shard::parts::Intake;
 use ferry_shard::Refused;
-use loom::sync::{Arc, Notify};
+use loom::sync::Arc;
 use loom::thread;
-
-/// The shard's parking spot: a wake before the shard parks is kept, as a
-/// glommio wake-up is, so the next park returns at once.
-struct Parking(Notify);
-
-impl Wake for Parking {
-    fn wake(self: StdArc<Self>) {
-        self.0.notify();
-    }
-}
-
-/// The model's bounds: enough to find the interleavings that matter (a
-/// lost wake-up needs two preemptions), small enough to finish in seconds.
-fn model(test: impl Fn() + Send + Sync + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(test);
-}
+use loom_support::{model, Parking};
 
 /// The shard's side: drains until, after a close, the intake is sealed and
 /// empty; or, with `until` set and no close, until that many items arrived.
 /// Returns every item popped.
 fn shard(intake: &Intake<u32>, until: Option<usize>) -> Vec<u32> {
-    let parking = StdArc::new(Parking(Notify::new()));
-    let waker = Waker::from(parking.clone());
+    let (parking, waker) = Parking::new();
     let mut popped = Vec::new();
     let mut close_seen = false;
     let mut sealed = false;
@@ -79,7 +61,7 @@ fn shard(intake: &Intake<u32>, until: Option<usize>) -> Vec<u32> {
             return popped;
         }
         if intake.prepare_sleep(&waker, close_seen, close_seen && !sealed) {
-            parking.0.wait();
+            parking.park();
         }
         intake.awake();
     }
@@ -184,8 +166,7 @@ fn a_ring_is_never_lost() {
             let intake = intake.clone();
             thread::spawn(move || push(&intake, 1, false))
         };
-        let parking = StdArc::new(Parking(Notify::new()));
-        let waker = Waker::from(parking.clone());
+        let (parking, waker) = Parking::new();
         let mut rung = false;
         let mut popped = Vec::new();
         loop {
@@ -197,7 +178,7 @@ fn a_ring_is_never_lost() {
                 break;
             }
             if intake.prepare_sleep(&waker, false, false) {
-                parking.0.wait();
+                parking.park();
             }
             intake.awake();
         }
