@@ -69,11 +69,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ferry_shard::parts::{BatchOutcome, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter};
-use ferry_shard::{key_hash, FerryError, Refused};
+use ferry_shard::parts::{
+    BatchOutcome, Bundled, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter,
+};
+use ferry_shard::{key_hash, FerryError, Outcomes, Refused};
 use tokio::sync::oneshot;
 
-use sim::answer::{try_answer, Dropped};
+use sim::answer::{try_answer, Caller, Dropped};
 use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
@@ -90,7 +92,7 @@ type BatchError = u64;
 type Outcome = Result<Output, FerryError<Input, BatchError>>;
 type Core = ShardCore<Lanes<u32, Waiter<Input, Output, BatchError>>, Input, Output, BatchError>;
 type Reply = ferry_shard::parts::Reply<Input, Output, BatchError>;
-type Answer = oneshot::Receiver<Outcome>;
+type Answer = Caller<Input, Output, BatchError>;
 
 /// A batch the simulated batch function is working on.
 struct Running {
@@ -487,6 +489,46 @@ impl Sim {
         Ok(candidates.into_iter().flatten().min())
     }
 
+    /// Hands `arrival` to the core as `submit` would, or, for every fourth
+    /// input, as the one input of a `submit_many` call (answered through
+    /// the call's cell once the core hands its answers over).
+    fn submit(&mut self, arrival: &sim::scenario::Arrival) -> Answer {
+        let key = arrival.input.key;
+        let (hash, input, rank, weight) = (
+            key_hash(&key),
+            arrival.input.clone(),
+            arrival.rank,
+            arrival.weight,
+        );
+        let now = at(self.now);
+        if arrival.input.id % 4 == 3 {
+            let mut outcomes = Outcomes::new();
+            let index = outcomes.add();
+            let gathering = self.core.gathering(outcomes.to_shard(), 1);
+            let bundled = Bundled {
+                hash,
+                key,
+                input,
+                rank,
+                weight,
+                index,
+            };
+            self.core.admit_gathered(bundled, &gathering, now);
+            return Caller::Many(outcomes);
+        }
+        let (reply, answer) = oneshot::channel();
+        let submission = Submission {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+            reply,
+        };
+        self.core.admit(submission, now);
+        Caller::One(answer)
+    }
+
     fn admit(&mut self) -> Result<(), String> {
         let arrival = self.scenario.arrivals[self.arrival_next].clone();
         self.arrival_next += 1;
@@ -504,27 +546,18 @@ impl Sim {
             self.summary.refused_closed += 1;
             return Ok(());
         }
-        let (reply, mut answer) = oneshot::channel();
+        let expected_refusal = self.reference.refusal(key, arrival.weight);
+        let admitted_before = self.core.stats().admitted;
+        let mut answer = self.submit(&arrival);
         let mut caller_waits = true;
         if arrival.drops_at_once {
             drop(answer);
-            answer = oneshot::channel().1;
+            answer = Caller::One(oneshot::channel().1);
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
-        let expected_refusal = self.reference.refusal(key, arrival.weight);
-        let admitted_before = self.core.stats().admitted;
-        self.core.admit(
-            Submission {
-                hash: key_hash(&key),
-                key,
-                input: arrival.input.clone(),
-                rank: arrival.rank,
-                weight: arrival.weight,
-                reply,
-            },
-            at(self.now),
-        );
+        // A `submit_many` caller's answers wait for the round's hand-over.
+        self.core.deliver();
         let admitted = self.core.stats().admitted == admitted_before + 1;
         match expected_refusal {
             Some(reason) => {
@@ -934,6 +967,7 @@ impl Sim {
         let expected = self.reference.expire(self.now);
         let before = self.core.stats().expired;
         self.core.expire(at(self.now));
+        self.core.deliver();
         let counted = self.core.stats().expired - before;
         ensure!(
             counted == expected.len() as u64,
@@ -1004,6 +1038,7 @@ impl Sim {
         let emptied_before = self.reference.emptied_in_line().len();
         let before = self.core.stats().withdrawn;
         self.core.withdraw(key_hash(&key));
+        self.core.deliver();
         let counted = self.core.stats().withdrawn - before;
         trace!(self, "notice for key {key}: withdraws {expected:?}");
         ensure!(
@@ -1163,6 +1198,7 @@ impl Sim {
             self.core.release(running.lane, at(self.now));
             self.core.answer(running.replies, outcome);
         }
+        self.core.deliver();
         // Completing, the shard looks at the time.
         self.reference.look(self.now);
         self.reference.complete(running.key, len, self.now);
@@ -1650,7 +1686,7 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
         ..ferry_shard::LanesConfig::default()
     };
     let mut core = Core::new(config, 1);
-    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> Answer {
+    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> oneshot::Receiver<Outcome> {
         let (reply, answer) = oneshot::channel();
         let input = Input {
             id,

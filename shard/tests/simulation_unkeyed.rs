@@ -70,11 +70,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_shard::parts::{BatchOutcome, Fifo, Reply, ShardCore, Submission, Waiter};
-use ferry_shard::{FerryError, LanesConfig, Refused};
+use ferry_shard::parts::{BatchOutcome, Bundled, Fifo, Reply, ShardCore, Submission, Waiter};
+use ferry_shard::{FerryError, LanesConfig, Outcomes, Refused};
 use tokio::sync::oneshot;
 
-use answer::{try_answer, Dropped};
+use answer::{try_answer, Caller, Dropped};
 use rng::Rng;
 use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 
@@ -111,9 +111,8 @@ type Output = u64;
 /// A failed batch's error is the batch's number, so a caller can tell whose
 /// failure it was given (G10).
 type BatchError = u64;
-type Outcome = Result<Output, FerryError<Input, BatchError>>;
 type Core = ShardCore<Fifo<Waiter<Input, Output, BatchError>>, Input, Output, BatchError>;
-type Answer = oneshot::Receiver<Outcome>;
+type Answer = Caller<Input, Output, BatchError>;
 
 /// Simulated time is counted in ticks of one microsecond.
 fn at(tick: u64) -> Duration {
@@ -726,27 +725,18 @@ impl Sim {
             self.summary.refused_closed += 1;
             return Ok(());
         }
-        let (reply, mut answer) = oneshot::channel();
+        let expected_refusal = self.reference.refusal(arrival.weight);
+        let admitted_before = self.core.stats().admitted;
+        let mut answer = self.submit(&arrival);
         let mut caller_waits = true;
         if arrival.drops_at_once {
             drop(answer);
-            answer = oneshot::channel().1;
+            answer = Caller::One(oneshot::channel().1);
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
-        let expected_refusal = self.reference.refusal(arrival.weight);
-        let admitted_before = self.core.stats().admitted;
-        self.core.admit(
-            Submission {
-                hash: 0,
-                key: (),
-                input: arrival.input.clone(),
-                rank: 0,
-                weight: arrival.weight,
-                reply,
-            },
-            at(self.now),
-        );
+        // A `submit_many` caller's answers wait for the round's hand-over.
+        self.core.deliver();
         let admitted = self.core.stats().admitted == admitted_before + 1;
         match expected_refusal {
             Some(reason) => {
@@ -835,6 +825,39 @@ impl Sim {
 
     /// G4: a refused input is handed back at once, unchanged, with the
     /// reason the reference expects.
+    /// Hands `arrival` to the core as `submit` would, or, for every fourth
+    /// input, as the one input of a `submit_many` call (answered through
+    /// the call's cell once the core hands its answers over).
+    fn submit(&mut self, arrival: &Arrival) -> Answer {
+        let (input, weight, now) = (arrival.input.clone(), arrival.weight, at(self.now));
+        if arrival.input.id % 4 == 3 {
+            let mut outcomes = Outcomes::new();
+            let index = outcomes.add();
+            let gathering = self.core.gathering(outcomes.to_shard(), 1);
+            let bundled = Bundled {
+                hash: 0,
+                key: (),
+                input,
+                rank: 0,
+                weight,
+                index,
+            };
+            self.core.admit_gathered(bundled, &gathering, now);
+            return Caller::Many(outcomes);
+        }
+        let (reply, answer) = oneshot::channel();
+        let submission = Submission {
+            hash: 0,
+            key: (),
+            input,
+            rank: 0,
+            weight,
+            reply,
+        };
+        self.core.admit(submission, now);
+        Caller::One(answer)
+    }
+
     fn check_refusal(
         &self,
         arrival: &Arrival,
@@ -1019,6 +1042,7 @@ impl Sim {
         let expected = self.reference.expire(self.now);
         let before = self.core.stats().expired;
         self.core.expire(at(self.now));
+        self.core.deliver();
         let counted = self.core.stats().expired - before;
         ensure!(
             counted == expected.len() as u64,
@@ -1082,6 +1106,7 @@ impl Sim {
         };
         let before = self.core.stats().withdrawn;
         self.core.withdraw(0);
+        self.core.deliver();
         let counted = self.core.stats().withdrawn - before;
         trace!(self, "notice: withdraws {expected:?}");
         ensure!(
@@ -1259,6 +1284,7 @@ impl Sim {
             self.core.release((), at(self.now));
             self.core.answer(running.replies, outcome);
         }
+        self.core.deliver();
         self.reference.complete(len);
 
         // G4, G10: each caller of this batch, and only they, hear of it now.

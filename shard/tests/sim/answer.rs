@@ -1,16 +1,63 @@
 //! A caller's answer as the simulation looks at it, without waiting.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use ferry_shard::{Outcome, Outcomes};
+use futures::Stream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
 /// The shard dropped the reply without answering.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Dropped;
 
+/// Something that may hold an answer by now.
+pub trait TryAnswer {
+    type Answer;
+    /// The answer if it came, `None` if it has not come yet.
+    fn try_answer(&mut self) -> Result<Option<Self::Answer>, Dropped>;
+}
+
 /// The answer if it came, `None` if it has not come yet.
-pub fn try_answer<T>(answer: &mut oneshot::Receiver<T>) -> Result<Option<T>, Dropped> {
-    match answer.try_recv() {
-        Ok(outcome) => Ok(Some(outcome)),
-        Err(TryRecvError::Empty) => Ok(None),
-        Err(TryRecvError::Closed) => Err(Dropped),
+pub fn try_answer<A: TryAnswer>(answer: &mut A) -> Result<Option<A::Answer>, Dropped> {
+    answer.try_answer()
+}
+
+impl<T> TryAnswer for oneshot::Receiver<T> {
+    type Answer = T;
+
+    fn try_answer(&mut self) -> Result<Option<T>, Dropped> {
+        match self.try_recv() {
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Closed) => Err(Dropped),
+        }
+    }
+}
+
+/// A simulated caller: one input submitted alone (its own channel), or the
+/// one input of a `submit_many` call (the call's stream), answered once the
+/// shard hands its round's answers over.
+pub enum Caller<I, O, E> {
+    One(oneshot::Receiver<Outcome<I, O, E>>),
+    Many(Outcomes<I, O, E>),
+}
+
+impl<I, O, E> TryAnswer for Caller<I, O, E> {
+    type Answer = Outcome<I, O, E>;
+
+    fn try_answer(&mut self) -> Result<Option<Outcome<I, O, E>>, Dropped> {
+        match self {
+            Caller::One(answer) => answer.try_answer(),
+            Caller::Many(outcomes) => {
+                let waker = futures::task::noop_waker();
+                match Pin::new(outcomes).poll_next(&mut Context::from_waker(&waker)) {
+                    Poll::Ready(Some((_, outcome))) => Ok(Some(outcome)),
+                    Poll::Pending => Ok(None),
+                    // Its one outcome already came out: nothing more will.
+                    Poll::Ready(None) => Err(Dropped),
+                }
+            }
+        }
     }
 }
