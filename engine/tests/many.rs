@@ -155,3 +155,17 @@ fn refusals_come_out_in_their_place_among_the_answers(runtime: Runtime) {
     });
     assert_eq!(got, vec![(0, refused), (1, Ok(5))]);
 }
+
+on_each_runtime!(a_call_is_read_from_a_task_on_a_multi_threaded_runtime);
+fn a_call_is_read_from_a_task_on_a_multi_threaded_runtime(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    // `Outcomes` is `Send`: the call is made here and read on any worker.
+    let outcomes = engine.submit_many((0..200).map(|i| (i % 11, i % 50)));
+    let all = tokio.block_on(async { tokio::spawn(outcomes.all()).await.unwrap() });
+    let expected: Vec<Outcome> = (0..200).map(|i| Ok(i % 50 + i % 11)).collect();
+    assert_eq!(all, expected);
+}

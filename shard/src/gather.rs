@@ -88,6 +88,11 @@ impl<I, O, E> Cell<I, O, E> {
 pub struct ToShard<I, O, E>(Arc<Cell<I, O, E>>);
 
 impl<I, O, E> ToShard<I, O, E> {
+    /// Whether this is the cell of `outcomes`' call.
+    pub fn is_of(&self, outcomes: &Outcomes<I, O, E>) -> bool {
+        Arc::ptr_eq(&self.0, &outcomes.cell)
+    }
+
     /// Answers the inputs of the call in `indexed` (index, input) at once,
     /// each with `outcome` of its input (a share refused whole before any
     /// shard admitted it).

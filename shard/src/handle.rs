@@ -90,7 +90,8 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
         rank: i64,
         weight: u64,
     ) {
-        self.to.get_or_insert_with(|| outcomes.to_shard());
+        let to = self.to.get_or_insert_with(|| outcomes.to_shard());
+        assert!(to.is_of(outcomes), "a bundle holds the inputs of one call");
         self.inputs.push(Bundled {
             hash,
             key,
@@ -801,5 +802,19 @@ impl<I, O, E> Future for LocalAnswer<I, O, E> {
 impl<I, O, E> std::fmt::Debug for LocalAnswer<I, O, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("LocalAnswer")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "a bundle holds the inputs of one call")]
+    fn a_bundle_refuses_inputs_of_a_second_call() {
+        let (mut first, mut second) = (Outcomes::<u8, u8, ()>::new(), Outcomes::new());
+        let mut bundle = Bundle::<u8, u8, u8, ()>::default();
+        bundle.add(&mut first, 0, 1, 1, 0, 1);
+        bundle.add(&mut second, 0, 1, 2, 0, 1);
     }
 }
