@@ -21,10 +21,11 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ferry_shard::{Outcome, Outcomes, Runtime, ShardId};
+use ferry_shard::{Outcome, Runtime, ShardId};
 
 use crate::config::{BatcherBuilder, Plan};
 use crate::flush::Flush;
+use crate::outcomes::Outcomes;
 use crate::shards::{block_on_submit, Shards, UnkeyedShards};
 use crate::start_error::StartError;
 use crate::stats::Stats;
@@ -227,8 +228,10 @@ where
     /// ```
     pub fn submit_many(&self, inputs: impl IntoIterator<Item = I>) -> Outcomes<I, O, E> {
         let index = self.spread.home(self.inner.list.len());
-        self.inner
-            .submit_many(inputs, |input| (index, 0, (), input))
+        Outcomes::new(
+            self.inner
+                .submit_many(inputs, |input| (index, 0, (), input)),
+        )
     }
 
     /// [`submit`](Self::submit) and block the calling thread until the

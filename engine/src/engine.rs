@@ -3,10 +3,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ferry_shard::{KeyedShard, Outcome, Outcomes, Refused, Runtime, ShardId};
+use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
 
 use crate::config::{Builder, Plan};
 use crate::flush::Flush;
+use crate::outcomes::Outcomes;
 use crate::route::route;
 use crate::shards::{block_on_submit, KeyedShards, Shards};
 use crate::start_error::StartError;
@@ -195,10 +196,10 @@ where
     /// ```
     pub fn submit_many(&self, items: impl IntoIterator<Item = (K, I)>) -> Outcomes<I, O, E> {
         let shards = self.inner.list.len();
-        self.inner.submit_many(items, |(key, input)| {
+        Outcomes::new(self.inner.submit_many(items, |(key, input)| {
             let (index, hash) = route(&key, shards);
             (index, hash, key, input)
-        })
+        }))
     }
 
     /// Like [`submit`](Self::submit), for tasks running on the engine's own

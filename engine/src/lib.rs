@@ -122,6 +122,7 @@ mod batcher;
 mod config;
 mod engine;
 mod flush;
+mod outcomes;
 mod route;
 mod shards;
 mod start_error;
@@ -135,14 +136,15 @@ pub use config::{
 };
 pub use engine::Engine;
 pub use flush::Flush;
+pub use outcomes::Outcomes;
 pub use route::route;
 pub use start_error::StartError;
 pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Outcomes, Rank, Refused,
-    Runtime, ShardId, ShardStats,
+    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, Runtime, ShardId,
+    ShardStats,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.
