@@ -69,13 +69,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ferry_shard::parts::{
-    BatchOutcome, Bundled, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter,
-};
-use ferry_shard::{key_hash, FerryError, Outcomes, Refused};
+use ferry_shard::parts::{BatchOutcome, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter};
+use ferry_shard::{key_hash, FerryError, Refused};
 use tokio::sync::oneshot;
 
-use sim::answer::{try_answer, Caller, Dropped};
+use sim::answer::{try_answer, Caller, Dropped, Offer};
 use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
@@ -490,43 +488,18 @@ impl Sim {
     }
 
     /// Hands `arrival` to the core as `submit` would, or, for every fourth
-    /// input, as the one input of a `submit_many` call (answered through
-    /// the call's cell once the core hands its answers over).
+    /// input, as the one input of a `submit_many` call.
     fn submit(&mut self, arrival: &sim::scenario::Arrival) -> Answer {
         let key = arrival.input.key;
-        let (hash, input, rank, weight) = (
-            key_hash(&key),
-            arrival.input.clone(),
-            arrival.rank,
-            arrival.weight,
-        );
-        let now = at(self.now);
-        if arrival.input.id % 4 == 3 {
-            let mut outcomes = Outcomes::new();
-            let index = outcomes.add();
-            let gathering = self.core.gathering(outcomes.to_shard(), 1);
-            let bundled = Bundled {
-                hash,
-                key,
-                input,
-                rank,
-                weight,
-                index,
-            };
-            self.core.admit_gathered(bundled, &gathering, now);
-            return Caller::Many(outcomes);
-        }
-        let (reply, answer) = oneshot::channel();
-        let submission = Submission {
-            hash,
+        let offer = Offer {
+            hash: key_hash(&key),
             key,
-            input,
-            rank,
-            weight,
-            reply,
+            input: arrival.input.clone(),
+            rank: arrival.rank,
+            weight: arrival.weight,
         };
-        self.core.admit(submission, now);
-        Caller::One(answer)
+        let many = arrival.input.id % 4 == 3;
+        sim::answer::submit(&mut self.core, offer, at(self.now), many)
     }
 
     fn admit(&mut self) -> Result<(), String> {

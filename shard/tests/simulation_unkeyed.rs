@@ -70,11 +70,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_shard::parts::{BatchOutcome, Bundled, Fifo, Reply, ShardCore, Submission, Waiter};
-use ferry_shard::{FerryError, LanesConfig, Outcomes, Refused};
+use ferry_shard::parts::{BatchOutcome, Fifo, Reply, ShardCore, Waiter};
+use ferry_shard::{FerryError, LanesConfig, Refused};
 use tokio::sync::oneshot;
 
-use answer::{try_answer, Caller, Dropped};
+use answer::{try_answer, Caller, Dropped, Offer};
 use rng::Rng;
 use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 
@@ -826,36 +826,17 @@ impl Sim {
     /// G4: a refused input is handed back at once, unchanged, with the
     /// reason the reference expects.
     /// Hands `arrival` to the core as `submit` would, or, for every fourth
-    /// input, as the one input of a `submit_many` call (answered through
-    /// the call's cell once the core hands its answers over).
+    /// input, as the one input of a `submit_many` call.
     fn submit(&mut self, arrival: &Arrival) -> Answer {
-        let (input, weight, now) = (arrival.input.clone(), arrival.weight, at(self.now));
-        if arrival.input.id % 4 == 3 {
-            let mut outcomes = Outcomes::new();
-            let index = outcomes.add();
-            let gathering = self.core.gathering(outcomes.to_shard(), 1);
-            let bundled = Bundled {
-                hash: 0,
-                key: (),
-                input,
-                rank: 0,
-                weight,
-                index,
-            };
-            self.core.admit_gathered(bundled, &gathering, now);
-            return Caller::Many(outcomes);
-        }
-        let (reply, answer) = oneshot::channel();
-        let submission = Submission {
+        let offer = Offer {
             hash: 0,
             key: (),
-            input,
+            input: arrival.input.clone(),
             rank: 0,
-            weight,
-            reply,
+            weight: arrival.weight,
         };
-        self.core.admit(submission, now);
-        Caller::One(answer)
+        let many = arrival.input.id % 4 == 3;
+        answer::submit(&mut self.core, offer, at(self.now), many)
     }
 
     fn check_refusal(
