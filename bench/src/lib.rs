@@ -40,6 +40,7 @@
 //!     seed: 1,
 //!     timeout: None,
 //!     slowdown: None,
+//!     per_call: 1,
 //! };
 //! let settings = systems::Settings {
 //!     max_batch_size: 64,

@@ -106,6 +106,11 @@ pub struct Load {
     /// A slowdown of the store during the measured window, for the
     /// overload scenario (applied by [`crate::run`]).
     pub slowdown: Option<Slowdown>,
+    /// Inputs a closed-loop client hands over in one call
+    /// ([`System::submit_many`]), all answered before its next call; 1: one
+    /// `submit` at a time. More than 1 only in a closed loop without a
+    /// timeout.
+    pub per_call: usize,
 }
 
 /// What one run measured.
@@ -655,7 +660,11 @@ fn start_closed_clients<'a, S: System>(
         let mine = clients / load.generators + usize::from(index < clients % load.generators);
         for client in 0..mine {
             let rng = Rng::new(rng.next_u64() ^ client as u64);
-            tasks.push(Box::pin(closed_client(system, &load.sampler, local, rng)));
+            if load.per_call > 1 {
+                tasks.push(Box::pin(closed_caller(system, load, local, rng)));
+            } else {
+                tasks.push(Box::pin(closed_client(system, &load.sampler, local, rng)));
+            }
         }
     }
 }
@@ -756,6 +765,44 @@ async fn closed_client<S: System>(
             // nothing in between): let the other clients have a turn.
             YieldNow::default().await;
         }
+    }
+}
+
+/// A closed-loop client that hands over `load.per_call` inputs in each
+/// call and waits for all of their outcomes before the next; each input's
+/// latency runs from its call. Never with a timeout (`Load::per_call`).
+async fn closed_caller<S: System>(system: &S, load: &Load, local: &Local<'_>, mut rng: Rng) {
+    debug_assert!(
+        local.timeout.is_none(),
+        "calls of many inputs have no timeout"
+    );
+    let mut counter = 0_u64;
+    let mut inputs = Vec::with_capacity(load.per_call);
+    loop {
+        let sent = Instant::now();
+        if sent >= local.timeline.stop_at {
+            return;
+        }
+        inputs.clear();
+        let items: Vec<(u64, u64)> = (0..load.per_call)
+            .map(|_| {
+                counter += 1;
+                inputs.push(counter);
+                (load.sampler.sample(&mut rng), counter)
+            })
+            .collect();
+        let calls = load.per_call as u64;
+        local
+            .published
+            .submitted
+            .fetch_add(calls, Ordering::Relaxed);
+        let mut call = system.submit_many(items);
+        while let Some((index, outcome)) = call.next().await {
+            local.count(outcome, inputs[index], sent);
+        }
+        // A call answered at once (refused whole, say) must not keep the
+        // other clients from their turn.
+        YieldNow::default().await;
     }
 }
 
@@ -953,6 +1000,7 @@ mod tests {
 
     fn load(timeout: Option<Duration>, mode: Mode) -> Load {
         Load {
+            per_call: 1,
             mode,
             generators: 2,
             sampler: Arc::new(KeySampler::new(KeyDist::Uniform, 10).unwrap()),

@@ -86,6 +86,13 @@ struct Args {
     #[arg(long, value_name = "C", default_value_t = 2_000)]
     clients: usize,
 
+    /// Closed loop: inputs each client hands over in one call, waiting for
+    /// all of them before its next (ferry and batcher: submit_many; the
+    /// other systems submit each input on its own), like a stream
+    /// consumer's poll. 1: one input at a time
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    per_call: usize,
+
     /// Measured time per system (after the warm-up) [default: 4s; with
     /// --handover, the whole run: 6s]
     #[arg(long, value_name = "D", value_parser = parse_duration)]
@@ -303,6 +310,12 @@ impl Args {
         if self.rate == 0.0 && self.clients == 0 {
             return Err("--clients must be at least 1 in a closed loop (--rate 0)".to_string());
         }
+        if self.per_call == 0 {
+            return Err("--per-call must be at least 1".to_string());
+        }
+        if self.per_call > 1 && (self.rate > 0.0 || self.timeout.is_some()) {
+            return Err("--per-call above 1 is for a closed loop without --timeout: a call's inputs are awaited together".to_string());
+        }
         if self.duration().is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
@@ -414,8 +427,12 @@ impl Args {
         let load = if self.rate > 0.0 {
             format!("open loop {} inputs/s", report::thousands(self.rate as u64))
         } else {
+            let calls = match self.per_call {
+                1 => String::new(),
+                n => format!(", {n} inputs a call"),
+            };
             format!(
-                "closed loop {} clients",
+                "closed loop {} clients{calls}",
                 report::thousands(self.clients as u64)
             )
         };
@@ -599,6 +616,7 @@ fn load(args: &Args, sampler: KeySampler) -> Load {
         seed: args.seed,
         timeout: args.timeout,
         slowdown: args.store_slowdown,
+        per_call: args.per_call,
     }
 }
 
@@ -753,6 +771,23 @@ mod tests {
             args.max_batch_size,
             ferry::LanesConfig::DEFAULT_MAX_BATCH_SIZE
         );
+    }
+
+    #[test]
+    fn calls_of_many_inputs_are_for_a_closed_loop_without_timeout() {
+        let check = |argv: &[&str]| {
+            let args = Args::try_parse_from(argv).expect("the flags parse");
+            args.check()
+        };
+        assert_eq!(check(&["ferry-load", "--per-call", "500"]), Ok(()));
+        for refused in [
+            &["ferry-load", "--per-call", "0"][..],
+            &["ferry-load", "--per-call", "2", "--rate", "1000"],
+            &["ferry-load", "--per-call", "2", "--timeout", "50ms"],
+        ] {
+            let why = check(refused).expect_err("refused");
+            assert!(why.contains("--per-call"), "{refused:?}: {why}");
+        }
     }
 
     fn systems_of(argv: &[&str]) -> Result<Vec<&'static str>, String> {

@@ -105,3 +105,34 @@ fn unbatched_loses_nothing_and_sends_one_input_per_batch() {
     assert_eq!(result.conflicts, 0, "serialised per key");
     assert_eq!(result.mean_batch, 1.0);
 }
+
+/// Closed-loop clients handing over 40 inputs a call (`--per-call 40`):
+/// ferry takes them through `submit_many`, a system without batched intake
+/// one by one; either way every input is answered and applied once.
+fn measure_calls(kind: SystemKind) -> RunResult {
+    let store = Store::sim(KEYS, RTT).unwrap();
+    let mut load = load(Mode::Closed { clients: 4 });
+    load.per_call = 40;
+    let result = run(kind, Some(1), 8, &settings(), store, &load, |_| {}).unwrap();
+    store.stop().unwrap();
+    result
+}
+
+#[test]
+fn calls_of_many_inputs_lose_nothing() {
+    for kind in [SystemKind::Ferry, SystemKind::SingleLock] {
+        let result = measure_calls(kind);
+        assert_clean(&result);
+        assert_eq!(result.conflicts, 0, "{kind:?}");
+        assert_eq!(
+            result.submitted % 40,
+            0,
+            "{kind:?}: inputs are submitted a call at a time: {result:?}"
+        );
+    }
+    let ferry = measure_calls(SystemKind::Ferry);
+    assert!(
+        ferry.mean_batch > 1.0,
+        "160 inputs outstanding on 50 keys batch: {ferry:?}"
+    );
+}

@@ -116,6 +116,7 @@ fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
         seed: 7,
         timeout: None,
         slowdown: None,
+        per_call: 1,
     };
     let store = Store::sim(10, rtt).unwrap();
     let result = run_unkeyed(kind, Some(1), SLOTS, &settings, store, &load, |_| {}).unwrap();

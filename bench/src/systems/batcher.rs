@@ -11,13 +11,13 @@
 
 use crate::overload;
 use futures::future::Map;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 
 use ferry::{Batcher, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
 use crate::systems::ferry::{outcome, shard_runtime};
-use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
+use crate::systems::{outputs, BatchCounts, Call, IdleCounts, Outcome, Settings, System};
 
 type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
 
@@ -79,6 +79,14 @@ impl System for BatcherSystem {
         self.batcher
             .submit(input)
             .map(outcome as fn(BatcherOutcome) -> Outcome)
+    }
+
+    fn submit_many(&self, items: Vec<(u64, u64)>) -> Call<'_> {
+        Box::pin(
+            self.batcher
+                .submit_many(items.into_iter().map(|(_key, input)| input))
+                .map(|(index, answered)| (index, outcome(answered))),
+        )
     }
 
     fn batch_counts(&self) -> Option<BatchCounts> {

@@ -14,12 +14,12 @@
 
 use crate::overload;
 use futures::future::Map;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 
 use ferry::{Engine, FerryError, Runtime, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, IdleCounts, Outcome, Settings, System};
+use crate::systems::{outputs, BatchCounts, Call, IdleCounts, Outcome, Settings, System};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
 /// asked for on the sim; tokio on a real store, whose tokio-based client
@@ -118,6 +118,14 @@ impl System for FerrySystem {
         self.engine
             .submit(key, input)
             .map(outcome as fn(FerryOutcome) -> Outcome)
+    }
+
+    fn submit_many(&self, items: Vec<(u64, u64)>) -> Call<'_> {
+        Box::pin(
+            self.engine
+                .submit_many(items)
+                .map(|(index, answered)| (index, outcome(answered))),
+        )
     }
 
     fn batch_counts(&self) -> Option<BatchCounts> {

@@ -28,6 +28,9 @@
 
 use std::fmt;
 use std::future::Future;
+
+use futures::stream::FuturesUnordered;
+use futures::FutureExt;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -111,6 +114,18 @@ pub trait System: Send + Sync + 'static {
     /// Submits `input` for `key`.
     fn submit(&self, key: u64, input: u64) -> Self::Submit;
 
+    /// Hands `items` (key, input) over in one call, their outcomes as a
+    /// stream of `(index in items, outcome)`. A system without batched
+    /// intake submits each input on its own (the default).
+    fn submit_many(&self, items: Vec<(u64, u64)>) -> Call<'_> {
+        let each: FuturesUnordered<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(index, (key, input))| self.submit(key, input).map(move |o| (index, o)))
+            .collect();
+        Box::pin(each)
+    }
+
     /// Batches started so far and the inputs they carried; `None` when every
     /// batch is one input by construction.
     fn batch_counts(&self) -> Option<BatchCounts>;
@@ -137,6 +152,9 @@ pub trait System: Send + Sync + 'static {
     /// system's threads. Called once the load has ended.
     fn close(&mut self);
 }
+
+/// The outcomes of one [`System::submit_many`] call, as they come.
+pub type Call<'a> = std::pin::Pin<Box<dyn futures::Stream<Item = (usize, Outcome)> + 'a>>;
 
 /// The settings every system takes from the command line.
 #[derive(Clone, Debug)]

@@ -220,6 +220,7 @@ fn load() -> Load {
         seed: 11,
         timeout: None,
         slowdown: None,
+        per_call: 1,
     }
 }
 

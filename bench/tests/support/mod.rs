@@ -39,5 +39,6 @@ pub fn load(mode: Mode) -> Load {
         seed: 7,
         timeout: None,
         slowdown: None,
+        per_call: 1,
     }
 }
