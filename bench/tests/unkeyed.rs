@@ -16,6 +16,8 @@ use ferry_bench::run::run_unkeyed;
 use ferry_bench::store::Store;
 use ferry_bench::systems::{Settings, UnkeyedKind};
 
+mod support;
+
 fn ferry_load(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ferry-load"))
         .args(args)
@@ -94,29 +96,14 @@ const SLOTS: usize = 8;
 
 fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
     let settings = Settings {
-        max_batch_size: 16,
         max_batch_delay: delay,
         max_in_flight: SLOTS,
-        max_queueing: 10_000,
-        tokio_workers: 2,
-        pin: false,
-        spin_before_park: Duration::ZERO,
-        doze_before_park: Duration::from_millis(2),
-        runtime: ferry::Runtime::Auto,
-        pool_connections: 1,
-        max_queue_time: None,
+        ..support::settings()
     };
     let load = Load {
-        mode: Mode::Closed { clients: CLIENTS },
-        generators: 2,
         sampler: Arc::new(KeySampler::new(KeyDist::Uniform, 10).unwrap()),
-        warmup: Duration::from_millis(100),
         duration: Duration::from_millis(300),
-        drain_timeout: Duration::from_secs(10),
-        seed: 7,
-        timeout: None,
-        slowdown: None,
-        per_call: 1,
+        ..support::load(Mode::Closed { clients: CLIENTS })
     };
     let store = Store::sim(10, rtt).unwrap();
     let result = run_unkeyed(kind, Some(1), SLOTS, &settings, store, &load, |_| {}).unwrap();
