@@ -51,6 +51,7 @@
 //!     pin: false,
 //!     spin_before_park: Duration::ZERO,
 //!     doze_before_park: Duration::ZERO,
+//!     sched_slice: ferry::DEFAULT_SCHED_SLICE,
 //!     runtime: ferry::Runtime::Auto,
 //!     pool_connections: 2,
 //!     max_queue_time: None,
@@ -70,6 +71,7 @@ pub mod overload;
 pub mod plot;
 pub mod report;
 pub mod run;
+pub mod sched;
 pub mod store;
 pub mod systems;
 pub mod timing;

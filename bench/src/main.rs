@@ -140,6 +140,13 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "2ms")]
     doze_before_park: Duration,
 
+    /// The time slice each ferry (or batcher) shard's thread asks Linux for
+    /// (6.12 or later; 100us to 100ms, or 0 for the kernel's own): short, so
+    /// that a generator woken by an answer on a shared core waits for the
+    /// shard's round to end instead of preempting it
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "100us")]
+    sched_slice: Duration,
+
     /// The runtime of ferry's (or batcher's) shards: auto (glommio where it
     /// can start, else tokio: a container without io_uring, a low locked-memory
     /// limit), glommio, or tokio. With a real --store, tokio (its client
@@ -587,6 +594,7 @@ fn settings(args: &Args) -> Settings {
         pin: !args.no_pin,
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
+        sched_slice: args.sched_slice,
         runtime: args.runtime,
         pool_connections: args.shard_counts().iter().copied().max().unwrap_or(1),
         max_queue_time: args
@@ -767,6 +775,7 @@ mod tests {
         let args = Args::try_parse_from(["ferry-load"]).expect("no flags parse");
         assert_eq!(args.spin_before_park, ferry::DEFAULT_SPIN_BEFORE_PARK);
         assert_eq!(args.doze_before_park, ferry::DEFAULT_DOZE_BEFORE_PARK);
+        assert_eq!(args.sched_slice, ferry::DEFAULT_SCHED_SLICE);
         assert_eq!(
             args.max_batch_size,
             ferry::LanesConfig::DEFAULT_MAX_BATCH_SIZE

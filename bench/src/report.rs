@@ -78,6 +78,9 @@ pub struct RunResult {
     /// The runtime the shards ran on, `glommio` or `tokio` (ferry and
     /// batcher only).
     pub runtime: Option<String>,
+    /// The time slice the shards' threads ran with, as the kernel reported
+    /// it before they closed (ferry and batcher only).
+    pub sched_slice: Option<String>,
     /// Inputs answered unsent past the system's queueing limit (whole run).
     pub expired: u64,
     /// Inputs whose caller gave up waiting (whole run; `--timeout`).
@@ -242,6 +245,7 @@ impl RunResult {
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
             runtime: None,
+            sched_slice: None,
             expired: measured.expired,
             timed_out: measured.timed_out,
             overload: None,
@@ -375,6 +379,9 @@ pub fn idle_stages(runs: &[RunResult]) -> String {
     for run in runs {
         if let Some(runtime) = &run.runtime {
             let _ = writeln!(out, "shards' runtime, {}: {runtime}", run.label());
+        }
+        if let Some(slice) = &run.sched_slice {
+            let _ = writeln!(out, "shards' time slice, {}: {slice}", run.label());
         }
         if let (Some(dozes), Some(parks)) = (run.dozes_per_s, run.parks_per_s) {
             let _ = writeln!(
@@ -631,6 +638,7 @@ impl RunResult {
             dozes_per_s: None,
             parks_per_s: None,
             runtime: None,
+            sched_slice: None,
             expired: 0,
             timed_out: 0,
             overload: None,

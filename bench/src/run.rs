@@ -12,6 +12,7 @@ use crate::cpu::process_cpu_time;
 use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
 use crate::report::{EngineFigures, OverloadResult, RunResult};
+use crate::sched;
 use crate::store::{Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
@@ -121,6 +122,8 @@ fn measure<S: System>(
     let server_cpu = server_cpu_before
         .zip(store.server_cpu_time())
         .map(|(before, after)| after.saturating_sub(before));
+    // Read while the shards still run: closed, their threads are gone.
+    let slices = sched::shard_slices();
     if !measured.gave_up {
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
@@ -131,6 +134,7 @@ fn measure<S: System>(
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
+    result.sched_slice = sched::describe(&slices);
     if let Some(slow) = slowed {
         result.overload = Some(OverloadResult::new(&measured, load, slow, waste));
     }

@@ -10,7 +10,10 @@ use std::time::Duration;
 use std::convert::Infallible;
 use std::future::Future;
 
-use ferry_shard::{usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId};
+use ferry_shard::{
+    usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId, MAX_SCHED_SLICE,
+    MIN_SCHED_SLICE,
+};
 
 use crate::batcher::Batcher;
 use crate::engine::Engine;
@@ -55,6 +58,16 @@ pub const DEFAULT_SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 /// assert_eq!(ferry::DEFAULT_DOZE_BEFORE_PARK, Duration::from_millis(2));
 /// ```
 pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
+
+/// The time slice a shard's thread asks Linux for, by default: the
+/// shortest the kernel grants ([`MIN_SCHED_SLICE`]), so that a caller the
+/// shard wakes on a shared core waits for the shard's round to end instead
+/// of preempting it (see [`Builder::sched_slice`]).
+///
+/// ```
+/// assert_eq!(ferry::DEFAULT_SCHED_SLICE, ferry::MIN_SCHED_SLICE);
+/// ```
+pub const DEFAULT_SCHED_SLICE: Duration = MIN_SCHED_SLICE;
 
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
@@ -147,6 +160,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
     doze_before_park: Duration,
+    sched_slice: Duration,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
     runtime: Runtime,
@@ -164,6 +178,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             doze_before_park: DEFAULT_DOZE_BEFORE_PARK,
+            sched_slice: DEFAULT_SCHED_SLICE,
             order: Order::arrival(),
             weigh: None,
             runtime: Runtime::Auto,
@@ -181,8 +196,12 @@ impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
             .field("lanes", &self.lanes)
             .field("max_in_flight_batches", &self.max_in_flight_batches)
             .field("intake_capacity", &self.intake_capacity)
+            .field("spin_before_park", &self.spin_before_park)
+            .field("doze_before_park", &self.doze_before_park)
+            .field("sched_slice", &self.sched_slice)
             .field("order", &self.order)
             .field("weigh", &self.weigh.as_ref().map(|_| ".."))
+            .field("runtime", &self.runtime)
             .finish()
     }
 }
@@ -598,6 +617,51 @@ where
         self
     }
 
+    /// The time slice each shard's thread asks Linux for (default
+    /// [`DEFAULT_SCHED_SLICE`], 100 µs, the shortest the kernel grants;
+    /// at most [`MAX_SCHED_SLICE`]; zero asks for nothing and keeps the
+    /// kernel's own, 0.7–3 ms).
+    ///
+    /// It matters where callers share the shards' cores. Every answer
+    /// wakes its caller, and under Linux's scheduler (EEVDF) a woken thread
+    /// with an earlier deadline than the running one preempts it at once:
+    /// with the kernel's slice, the caller woken by the first answer of a
+    /// round takes the core in the middle of the round, and the shard and
+    /// its callers then trade the core every few inputs, two context
+    /// switches each time. A thread with a short slice has earlier
+    /// deadlines, so the callers it wakes wait until it yields at the end
+    /// of the round and find all its answers ready. The CPU share of each
+    /// thread is unchanged; a shard busy for long is preempted more often
+    /// (at most every slice). Kernels from 6.12 honour it; older ones run
+    /// the shard with their default, as does a thread with a real-time
+    /// policy. `docs/benchmarks.md` has the measurement.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{ConfigError, Engine, StartError};
+    ///
+    /// // The kernel's own slice for the shards' threads.
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .sched_slice(Duration::ZERO)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 2), Ok(2));
+    ///
+    /// // Between the kernel's bounds, or zero.
+    /// let short = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .sched_slice(Duration::from_micros(10))
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) });
+    /// assert!(matches!(short, Err(StartError::Config(e)) if e.field == "sched_slice"));
+    /// ```
+    pub fn sched_slice(mut self, slice: Duration) -> Self {
+        self.sched_slice = slice;
+        self
+    }
+
     /// The runtime of the shards' threads (default [`Runtime::Auto`]:
     /// glommio where it can start, tokio where it cannot — a container
     /// whose seccomp profile refuses io_uring, a host with
@@ -675,6 +739,15 @@ where
             None => DEFAULT_INTAKE_CAPACITY,
         }
         .min(self.lanes.max_queueing);
+        if !self.sched_slice.is_zero()
+            && !(MIN_SCHED_SLICE..=MAX_SCHED_SLICE).contains(&self.sched_slice)
+        {
+            return Err(ConfigError::new(
+                "sched_slice",
+                "must be zero or between 100 µs and 100 ms, the slices Linux grants",
+                format!("{:?}", self.sched_slice),
+            ));
+        }
         Ok(Plan {
             cpus,
             lanes: self.lanes,
@@ -682,6 +755,7 @@ where
             intake_capacity,
             spin_before_park: self.spin_before_park,
             doze_before_park: self.doze_before_park,
+            sched_slice: self.sched_slice,
             order: self.order,
             weigh: self.weigh,
             runtime: self.runtime,
@@ -934,6 +1008,7 @@ pub(crate) struct Plan<I> {
     pub intake_capacity: usize,
     pub spin_before_park: Duration,
     pub doze_before_park: Duration,
+    pub sched_slice: Duration,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
     pub runtime: Runtime,

@@ -336,6 +336,7 @@ impl<I> Plan<I> {
             intake_capacity: self.intake_capacity,
             spin_before_park: self.spin_before_park,
             doze_before_park: self.doze_before_park,
+            sched_slice: self.sched_slice,
         }
     }
 }

@@ -37,7 +37,7 @@ use crate::runtime::Runtime;
 use crate::shard_id::ShardId;
 use crate::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
 use crate::stats::{Distributions, ShardCounters, ShardStats};
-use crate::{observe, trace};
+use crate::{observe, slice, trace};
 
 /// A task to start on a shard, sent from any thread.
 pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -142,6 +142,10 @@ pub struct ShardConfig {
     /// runtime. Zero skips this stage. (The stages are described in
     /// `idle.rs`.)
     pub doze_before_park: Duration,
+    /// The time slice its thread asks Linux for (see `slice.rs`), between
+    /// [`MIN_SCHED_SLICE`](crate::MIN_SCHED_SLICE) and
+    /// [`MAX_SCHED_SLICE`](crate::MAX_SCHED_SLICE); zero asks for nothing.
+    pub sched_slice: Duration,
 }
 
 /// One running shard, as the engine holds it: `Send + Sync`, shared by
@@ -518,6 +522,10 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     };
     let name = format!("ferry-{}", config.id);
     let ran = R::run(&name, config.cpu, async {
+        if !config.sched_slice.is_zero() {
+            let granted = slice::ask_for_slice(config.sched_slice);
+            trace::sched_slice(config.id, config.sched_slice, &granted);
+        }
         let Some(batch_fn) = make_batch_fn(&*factory, config.id, &ready).await else {
             return;
         };

@@ -10,7 +10,8 @@
 //! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
 //!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
 //!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
-//!   a key) and [`usable_cpus`] (the process's affinity set).
+//!   a key), [`usable_cpus`] (the process's affinity set) and the bounds
+//!   of a shard's time slice ([`MIN_SCHED_SLICE`], [`MAX_SCHED_SLICE`]).
 //!
 //! [`parts`] holds the pieces a shard is made of — the pure queues
 //! ([`Lanes`](parts::Lanes) per key, [`Fifo`](parts::Fifo) unkeyed) behind
@@ -21,7 +22,9 @@
 //! `Waiter` bounds, to name its shards.
 //!
 //! Most users want the crate `ferry`.
-#![forbid(unsafe_code)]
+// No unsafe code but the two system calls of `slice.rs`, which allows it
+// for itself alone.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod batch_fn;
@@ -55,6 +58,7 @@ mod refused;
 mod runtime;
 mod shard_id;
 mod shard_loop;
+mod slice;
 mod stats;
 mod sync;
 mod trace;
@@ -76,6 +80,7 @@ pub use order::{Order, Rank};
 pub use refused::{Refusal, Refused};
 pub use runtime::Runtime;
 pub use shard_id::ShardId;
+pub use slice::{MAX_SCHED_SLICE, MIN_SCHED_SLICE};
 pub use stats::{Distributions, Kind, ShardStats};
 
 /// A shard of per-key batching: one lane per key.

@@ -164,3 +164,38 @@ pub(crate) fn aborted(shard: ShardId, inputs: u64) {
     #[cfg(not(feature = "tracing"))]
     let _ = (shard, inputs);
 }
+
+/// `shard` asked for `asked` as its thread's time slice and the kernel
+/// granted `granted` (`None`: it keeps no slice per thread), or refused.
+#[inline(always)]
+pub(crate) fn sched_slice(
+    shard: ShardId,
+    asked: std::time::Duration,
+    granted: &std::io::Result<Option<std::time::Duration>>,
+) {
+    #[cfg(feature = "tracing")]
+    match granted {
+        Ok(Some(granted)) => tracing::debug!(
+            target: "ferry",
+            shard = shard.index(),
+            ?asked,
+            ?granted,
+            "time slice granted"
+        ),
+        Ok(None) => tracing::info!(
+            target: "ferry",
+            shard = shard.index(),
+            ?asked,
+            "the kernel keeps no time slice per thread (Linux before 6.12): the shard runs with the default"
+        ),
+        Err(err) => tracing::warn!(
+            target: "ferry",
+            shard = shard.index(),
+            ?asked,
+            %err,
+            "sched_setattr refused the shard's time slice: the shard runs with the default"
+        ),
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (shard, asked, granted);
+}

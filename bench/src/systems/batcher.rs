@@ -41,6 +41,7 @@ impl BatcherSystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
+            .sched_slice(settings.sched_slice)
             .runtime(runtime);
         // As ferry's: the sim called directly, a real store through the
         // shard's own connection.

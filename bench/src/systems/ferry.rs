@@ -65,6 +65,7 @@ impl FerrySystem {
             .max_queueing(settings.max_queueing)
             .spin_before_park(settings.spin_before_park)
             .doze_before_park(settings.doze_before_park)
+            .sched_slice(settings.sched_slice)
             .runtime(runtime);
         let builder = match (shedding, settings.max_queue_time) {
             (false, _) => builder,

@@ -182,6 +182,8 @@ pub struct Settings {
     pub spin_before_park: Duration,
     /// How long an idle ferry or batcher shard then dozes before it parks.
     pub doze_before_park: Duration,
+    /// The time slice a ferry or batcher shard's thread asks Linux for.
+    pub sched_slice: Duration,
     /// The runtime of ferry's (or batcher's) shards (tokio whatever is
     /// asked, with a real store).
     pub runtime: ::ferry::Runtime,

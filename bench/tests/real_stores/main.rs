@@ -203,6 +203,7 @@ fn settings() -> Settings {
         pin: false,
         spin_before_park: ferry::DEFAULT_SPIN_BEFORE_PARK,
         doze_before_park: ferry::DEFAULT_DOZE_BEFORE_PARK,
+        sched_slice: ferry::DEFAULT_SCHED_SLICE,
         runtime: ferry::Runtime::Auto,
         pool_connections: SHARDS,
         max_queue_time: None,

@@ -22,6 +22,7 @@ pub fn settings() -> Settings {
         // Straight from work into the doze: the stage most runs use between
         // store answers.
         doze_before_park: Duration::from_millis(2),
+        sched_slice: ferry::DEFAULT_SCHED_SLICE,
         runtime: ferry::Runtime::Auto,
         pool_connections: 1,
         max_queue_time: None,

@@ -1,0 +1,115 @@
+//! The time slices the kernel gives this process's shard threads, as it
+//! reports them in `/proc/self/task/*/sched`: what a run's shards really
+//! ran with, whatever they asked for (a kernel before 6.12 keeps no slice
+//! per thread and gives its own).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::time::Duration;
+
+/// The slice of each live shard thread of this process, in the order of
+/// their names; empty where `/proc` says nothing.
+///
+/// A shard's thread is named `ferry-shard-N`; glommio starts a helper
+/// thread of the same name, which has run next to nothing: of the threads
+/// of one name, the one that has run longest is the shard's.
+pub fn shard_slices() -> Vec<Duration> {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut busiest: BTreeMap<String, (f64, Duration)> = BTreeMap::new();
+    for task in tasks.flatten() {
+        let Ok(comm) = fs::read_to_string(task.path().join("comm")) else {
+            continue;
+        };
+        if !comm.starts_with("ferry-shard-") {
+            continue;
+        }
+        let Ok(sched) = fs::read_to_string(task.path().join("sched")) else {
+            continue;
+        };
+        let (Some(ran), Some(slice)) = (field(&sched, "se.sum_exec_runtime"), slice_in(&sched))
+        else {
+            continue;
+        };
+        let entry = busiest
+            .entry(comm.trim().to_string())
+            .or_insert((ran, slice));
+        if ran > entry.0 {
+            *entry = (ran, slice);
+        }
+    }
+    busiest.into_values().map(|(_, slice)| slice).collect()
+}
+
+/// The `se.slice` line of a thread's `sched` file, in nanoseconds.
+fn slice_in(sched: &str) -> Option<Duration> {
+    field(sched, "se.slice").map(|nanos| Duration::from_nanos(nanos as u64))
+}
+
+/// The figure of a `name : figure` line of a thread's `sched` file.
+fn field(sched: &str, name: &str) -> Option<f64> {
+    let line = sched
+        .lines()
+        .find(|line| line.split(':').next().is_some_and(|key| key.trim() == name))?;
+    line.rsplit(':').next()?.trim().parse().ok()
+}
+
+/// The slices of a run's shards in words: one figure when they agree.
+pub fn describe(slices: &[Duration]) -> Option<String> {
+    let (&first, rest) = slices.split_first()?;
+    let micros = |slice: Duration| format!("{} µs", slice.as_micros());
+    if rest.iter().all(|&slice| slice == first) {
+        Some(micros(first))
+    } else {
+        Some(
+            slices
+                .iter()
+                .map(|&s| micros(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_slice_line() {
+        let sched = "ferry-shard-0 (7, #threads: 3)\n---\nse.vruntime : 1.5\nse.sum_exec_runtime : 12.25\nse.slice                                     :               100000\npolicy : 0\n";
+        assert_eq!(slice_in(sched), Some(Duration::from_micros(100)));
+        assert_eq!(field(sched, "se.sum_exec_runtime"), Some(12.25));
+        assert_eq!(slice_in("policy : 0\n"), None);
+    }
+
+    #[test]
+    fn describes_agreeing_and_differing_shards() {
+        let short = Duration::from_micros(100);
+        assert_eq!(describe(&[]), None);
+        assert_eq!(describe(&[short, short]).as_deref(), Some("100 µs"));
+        assert_eq!(
+            describe(&[short, Duration::from_micros(1400)]).as_deref(),
+            Some("100 µs, 1400 µs")
+        );
+    }
+
+    #[test]
+    fn finds_a_thread_by_its_name() {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (up, is_up) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("ferry-shard-9".to_string())
+            .spawn(move || {
+                up.send(()).unwrap();
+                let _ = stopped.recv();
+            })
+            .unwrap();
+        is_up.recv().unwrap();
+        let found = shard_slices();
+        stop.send(()).unwrap();
+        thread.join().unwrap();
+        assert!(!found.is_empty(), "the named thread was not found");
+    }
+}
