@@ -141,9 +141,10 @@ struct Args {
     doze_before_park: Duration,
 
     /// The time slice each ferry (or batcher) shard's thread asks Linux for
-    /// (6.12 or later; 100us to 100ms, or 0 for the kernel's own): short, so
-    /// that a generator woken by an answer on a shared core waits for the
-    /// shard's round to end instead of preempting it
+    /// while its rounds answer many inputs (6.12 or later; 100us to 100ms, or
+    /// 0 for the kernel's own): short, so that a generator woken by an answer
+    /// on a shared core waits for the shard's round to end instead of
+    /// preempting it
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "100us")]
     sched_slice: Duration,
 

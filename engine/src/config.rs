@@ -617,10 +617,10 @@ where
         self
     }
 
-    /// The time slice each shard's thread asks Linux for (default
-    /// [`DEFAULT_SCHED_SLICE`], 100 µs, the shortest the kernel grants;
-    /// at most [`MAX_SCHED_SLICE`]; zero asks for nothing and keeps the
-    /// kernel's own, 0.7–3 ms).
+    /// The time slice each shard's thread asks Linux for while its rounds
+    /// answer many inputs each (default [`DEFAULT_SCHED_SLICE`], 100 µs,
+    /// the shortest the kernel grants; at most [`MAX_SCHED_SLICE`]; zero
+    /// asks for nothing and keeps the kernel's own, 0.7–3 ms).
     ///
     /// It matters where callers share the shards' cores. Every answer
     /// wakes its caller, and under Linux's scheduler (EEVDF) a woken thread
@@ -632,9 +632,16 @@ where
     /// deadlines, so the callers it wakes wait until it yields at the end
     /// of the round and find all its answers ready. The CPU share of each
     /// thread is unchanged; a shard busy for long is preempted more often
-    /// (at most every slice). Kernels from 6.12 honour it; older ones run
-    /// the shard with their default, as does a thread with a real-time
-    /// policy. `docs/benchmarks.md` has the measurement.
+    /// (at most every slice).
+    ///
+    /// At light load the short slice would cost latency instead: an idle
+    /// shard spins calling `sched_yield`, which gives way for about one
+    /// slice of virtual time, so a caller it just answered on its core
+    /// would wait. So each shard looks once a millisecond at the inputs
+    /// its rounds answered: from 8 a round it takes the short slice, below
+    /// 3 it gives it back. Kernels from 6.12 honour it; older ones run the
+    /// shard with their default, as does a thread with a real-time policy.
+    /// `docs/benchmarks.md` has the measurements.
     ///
     /// ```
     /// use std::time::Duration;

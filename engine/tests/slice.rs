@@ -1,8 +1,10 @@
 //! The time slice a shard's thread runs with, as the kernel reports it in
 //! `/proc/thread-self/sched`, read from a task on the shard: the one asked
-//! for with `sched_slice` (100 µs by default), or the kernel's own with zero.
+//! for with `sched_slice` (100 µs by default) from the start and while its
+//! rounds answer many inputs, the kernel's own while they answer few, and
+//! the kernel's own throughout with zero.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ferry::{Engine, Runtime, ShardId, DEFAULT_SCHED_SLICE};
 
@@ -28,6 +30,17 @@ fn kernel_has_custom_slices() -> bool {
     (major, minor) >= (6, 12)
 }
 
+/// The slice `engine`'s shard 0 runs with now.
+fn slice_of_shard_0(engine: &Engine<u64, u64, u64, String>) -> Duration {
+    let (done, on_shard) = futures::channel::oneshot::channel();
+    engine
+        .spawn_on(ShardId::new(0), move || async move {
+            let _ = done.send(this_thread_slice());
+        })
+        .unwrap();
+    futures::executor::block_on(on_shard).unwrap()
+}
+
 /// The slice shard 0's thread runs with, for an engine on `runtime` with
 /// `slice` (`None`: the default).
 fn shard_slice(runtime: Runtime, slice: Option<Duration>) -> Duration {
@@ -42,13 +55,7 @@ fn shard_slice(runtime: Runtime, slice: Option<Duration>) -> Duration {
     let engine = builder
         .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
         .unwrap();
-    let (done, on_shard) = futures::channel::oneshot::channel();
-    engine
-        .spawn_on(ShardId::new(0), move || async move {
-            let _ = done.send(this_thread_slice());
-        })
-        .unwrap();
-    let slice = futures::executor::block_on(on_shard).unwrap();
+    let slice = slice_of_shard_0(&engine);
     engine.close();
     engine.join();
     slice
@@ -79,5 +86,62 @@ fn a_zero_slice_leaves_the_kernels_own() {
             kernels_own,
             "{runtime:?}"
         );
+    }
+}
+
+/// Drives `engine` with `load` until its shard 0 runs with `slice`, for at
+/// most ten seconds; says whether it got there.
+fn load_until(
+    engine: &Engine<u64, u64, u64, String>,
+    slice: Duration,
+    mut load: impl FnMut(&Engine<u64, u64, u64, String>),
+) -> bool {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < give_up {
+        for _ in 0..100 {
+            load(engine);
+        }
+        if slice_of_shard_0(engine) == slice {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn the_short_slice_is_kept_while_rounds_answer_many_inputs() {
+    if !kernel_has_custom_slices() {
+        // Nothing to switch: the shard runs with the kernel's own.
+        assert_eq!(shard_slice(Runtime::Tokio, None), this_thread_slice());
+        return;
+    }
+    let kernels_own = this_thread_slice();
+    for runtime in [Runtime::Glommio, Runtime::Tokio] {
+        let engine = Engine::<u64, u64, u64, String>::builder()
+            .shards(1)
+            .pin(false)
+            .runtime(runtime)
+            .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+            .unwrap();
+        // One input at a time: every round answers one.
+        let one_at_a_time = |engine: &Engine<u64, u64, u64, String>| {
+            assert_eq!(engine.submit_blocking(1, 2), Ok(2));
+        };
+        assert!(
+            load_until(&engine, kernels_own, one_at_a_time),
+            "{runtime:?}: rounds of one answer never gave the short slice back"
+        );
+        // A thousand inputs at once over 100 keys: rounds answer many.
+        let many_at_once = |engine: &Engine<u64, u64, u64, String>| {
+            let outcomes = engine.submit_many((0..1_000).map(|i| (i % 100, i)));
+            let outcomes = futures::executor::block_on(outcomes.all());
+            assert!(outcomes.iter().all(|outcome| outcome.is_ok()));
+        };
+        assert!(
+            load_until(&engine, DEFAULT_SCHED_SLICE, many_at_once),
+            "{runtime:?}: rounds of many answers never took the short slice again"
+        );
+        engine.close();
+        engine.join();
     }
 }

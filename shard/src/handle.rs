@@ -36,8 +36,9 @@ use crate::refused::{Refusal, Refused};
 use crate::runtime::Runtime;
 use crate::shard_id::ShardId;
 use crate::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
+use crate::slice::SliceChoice;
 use crate::stats::{Distributions, ShardCounters, ShardStats};
-use crate::{observe, slice, trace};
+use crate::{observe, trace};
 
 /// A task to start on a shard, sent from any thread.
 pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -142,7 +143,8 @@ pub struct ShardConfig {
     /// runtime. Zero skips this stage. (The stages are described in
     /// `idle.rs`.)
     pub doze_before_park: Duration,
-    /// The time slice its thread asks Linux for (see `slice.rs`), between
+    /// The time slice its thread asks Linux for while its rounds answer
+    /// many inputs (see `slice.rs`), between
     /// [`MIN_SCHED_SLICE`](crate::MIN_SCHED_SLICE) and
     /// [`MAX_SCHED_SLICE`](crate::MAX_SCHED_SLICE); zero asks for nothing.
     pub sched_slice: Duration,
@@ -522,8 +524,8 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     };
     let name = format!("ferry-{}", config.id);
     let ran = R::run(&name, config.cpu, async {
-        if !config.sched_slice.is_zero() {
-            let granted = slice::ask_for_slice(config.sched_slice);
+        let (slice, granted) = SliceChoice::start(config.sched_slice);
+        if let Some(granted) = granted {
             trace::sched_slice(config.id, config.sched_slice, &granted);
         }
         let Some(batch_fn) = make_batch_fn(&*factory, config.id, &ready).await else {
@@ -554,6 +556,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
                 spin: config.spin_before_park,
                 doze: config.doze_before_park,
             },
+            slice,
         };
         ready.send(Ok(()));
         ShardLoop::<R, Q, I, O, E, B>::new(parts).run().await;

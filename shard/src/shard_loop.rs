@@ -16,7 +16,9 @@
 //!    is drained;
 //! 6. **start** the batches that admission made ready;
 //! 7. **publish**: hand over the answers kept for `submit_many` callers,
-//!    then the stats; stop once closed, drained and quiet;
+//!    then the stats; choose the thread's time slice by how many inputs
+//!    the recent rounds answered (see `slice.rs`); stop once closed,
+//!    drained and quiet;
 //! 8. **wait** for a batch to complete, new input (or close), or the
 //!    earliest deadline: spinning, dozing or parked, by how long the shard
 //!    has been idle (see `idle.rs`);
@@ -67,6 +69,7 @@ use crate::handle::{Inbound, SharedIntake};
 use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
 use crate::queue::Queue;
+use crate::slice::SliceChoice;
 use crate::stats::ShardCounters;
 use crate::trace::{self, Attached, BatchSpan};
 
@@ -141,6 +144,8 @@ where
     pub(crate) clock: Rc<Clock>,
     pub(crate) wakers: Wakers,
     pub(crate) idle: IdlePolicy,
+    /// The thread's time slice, short while rounds answer many inputs.
+    pub(crate) slice: SliceChoice,
 }
 
 /// One shard's loop and everything it keeps from round to round.
@@ -384,6 +389,10 @@ where
         let stats = core.stats();
         let histograms = &mut core.observer_mut().histograms;
         self.parts.counters.publish(&stats, histograms);
+        let now = self.parts.clock.latest();
+        if let Some(slice) = self.parts.slice.after_round(now, stats.answered) {
+            self.parts.slice.switch(slice);
+        }
         // Told after the figures that show what they waited for.
         for reply in core.take_flushed() {
             let _ = reply.send(());
