@@ -746,15 +746,7 @@ where
             None => DEFAULT_INTAKE_CAPACITY,
         }
         .min(self.lanes.max_queueing);
-        if !self.sched_slice.is_zero()
-            && !(MIN_SCHED_SLICE..=MAX_SCHED_SLICE).contains(&self.sched_slice)
-        {
-            return Err(ConfigError::new(
-                "sched_slice",
-                "must be zero or between 100 µs and 100 ms, the slices Linux grants",
-                format!("{:?}", self.sched_slice),
-            ));
-        }
+        check_sched_slice(self.sched_slice)?;
         Ok(Plan {
             cpus,
             lanes: self.lanes,
@@ -1004,6 +996,18 @@ where
             }
         })
     }
+}
+
+/// A time slice Linux grants (100 µs to 100 ms), or zero for none asked.
+fn check_sched_slice(slice: Duration) -> Result<(), ConfigError> {
+    if slice.is_zero() || (MIN_SCHED_SLICE..=MAX_SCHED_SLICE).contains(&slice) {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        "sched_slice",
+        "must be zero or between 100 µs and 100 ms, the slices Linux grants",
+        format!("{slice:?}"),
+    ))
 }
 
 /// Validated settings.
