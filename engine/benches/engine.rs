@@ -104,7 +104,9 @@ fn main() {
         }
     }
     wake_round_trip(Duration::from_secs(seconds.min(3)));
-    local_latency(Duration::from_secs(seconds.min(3)));
+    for how in [LocalCall::Submit, LocalCall::Many] {
+        local_latency(Duration::from_secs(seconds.min(3)), how);
+    }
     // Defaults; unpinned; no spin (the shard dozes at once, the caller
     // parks); neither spin nor doze (the shard parks in glommio).
     for (pin, spin_us, doze_us) in [
@@ -445,7 +447,17 @@ fn print_latency(name: &str, n: u64, histogram: &Histogram<u64>) {
 
 /// One task on shard 0 submits to its own shard, one input at a time, and
 /// times each submit to its answer.
-fn local_latency(run_for: Duration) {
+/// How a task on a shard hands an input to its own shard.
+#[derive(Clone, Copy)]
+enum LocalCall {
+    /// `submit_local`: the fast path, no intake.
+    Submit,
+    /// A `submit_many` call of one input, through the intake and a call's
+    /// answer cell.
+    Many,
+}
+
+fn local_latency(run_for: Duration, how: LocalCall) {
     let engine: Engine<u64, u64, u64, ()> = Engine::builder()
         .shards(SHARDS)
         .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok(inputs) })
@@ -466,7 +478,15 @@ fn local_latency(run_for: Duration) {
             while started.elapsed() < run_for {
                 let sent = Instant::now();
                 let key = keys[n as usize % keys.len()];
-                handle.submit_local(key, n).await.unwrap();
+                match how {
+                    LocalCall::Submit => {
+                        handle.submit_local(key, n).await.unwrap();
+                    }
+                    LocalCall::Many => {
+                        let outcomes = handle.submit_many([(key, n)]).all().await;
+                        assert!(outcomes[0].is_ok());
+                    }
+                }
                 histogram.record(sent.elapsed().as_nanos() as u64).unwrap();
                 n += 1;
             }
@@ -474,11 +494,11 @@ fn local_latency(run_for: Duration) {
         })
         .expect("the shard takes the task");
     let (n, histogram) = result.recv().expect("the task reports");
-    print_latency(
-        "local: a task on the shard submitting to it, 1 in flight",
-        n,
-        &histogram,
-    );
+    let label = match how {
+        LocalCall::Submit => "local: a task on the shard submitting to it, 1 in flight",
+        LocalCall::Many => "local submit_many: the same, in calls of 1 input",
+    };
+    print_latency(label, n, &histogram);
     engine.close();
     engine.join();
 }

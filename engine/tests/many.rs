@@ -169,3 +169,29 @@ fn a_call_is_read_from_a_task_on_a_multi_threaded_runtime(runtime: Runtime) {
     let expected: Vec<Outcome> = (0..200).map(|i| Ok(i % 50 + i % 11)).collect();
     assert_eq!(all, expected);
 }
+
+on_each_runtime!(a_task_on_a_shard_reads_its_own_call);
+/// A task on a shard makes a call whose inputs go to its own shard and to
+/// the other, and reads every outcome: the shard wakes it through the
+/// call's cell, on its own thread.
+fn a_task_on_a_shard_reads_its_own_call(runtime: Runtime) {
+    let engine = engine(runtime, 2, 65_536);
+    let items: Vec<(u64, u64)> = (0..500).map(|i| (i % 41, i % 100)).collect();
+    let expected: Vec<Outcome> = items.iter().map(|(key, input)| Ok(input + key)).collect();
+    let (done, answered) = futures::channel::oneshot::channel();
+    let on_shard = engine.clone();
+    engine
+        .spawn_on(ferry::ShardId::new(0), move || async move {
+            let mut seen = Vec::new();
+            for _ in 0..20 {
+                seen.push(on_shard.submit_many(items.clone()).all().await);
+            }
+            let _ = done.send(seen);
+        })
+        .unwrap();
+    let seen = block_on(answered).unwrap();
+    assert_eq!(seen.len(), 20);
+    assert!(seen.iter().all(|call| *call == expected));
+    engine.close();
+    engine.join();
+}
