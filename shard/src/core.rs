@@ -88,10 +88,10 @@ impl<I, O, E> std::fmt::Debug for Reply<I, O, E> {
     }
 }
 
-/// An input on its way into a shard, with everything computed on the
-/// caller's thread.
+/// An input on its way into a shard, with everything about it computed on
+/// the caller's thread; how it is answered travels beside it.
 #[derive(Debug)]
-pub struct Submission<K, I, O, E> {
+pub struct Offer<K, I> {
     /// `key_hash(&key)`.
     pub hash: u64,
     /// The input's key.
@@ -102,25 +102,36 @@ pub struct Submission<K, I, O, E> {
     pub rank: i64,
     /// Its weight under the configured weigher.
     pub weight: u64,
+}
+
+impl<K, I> Offer<K, I> {
+    /// `input` of `key` (whose hash is `hash`), with its rank and weight.
+    pub fn new(hash: u64, key: K, input: I, rank: i64, weight: u64) -> Self {
+        Self {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+        }
+    }
+}
+
+/// An input submitted on its own, answered through its oneshot channel.
+#[derive(Debug)]
+pub struct Submission<K, I, O, E> {
+    /// The input and what the caller computed about it.
+    pub offer: Offer<K, I>,
     /// Where its outcome goes.
     pub reply: oneshot::Sender<Outcome<I, O, E>>,
 }
 
-/// An input of a `submit_many` call on its way into a shard, with
-/// everything computed on the caller's thread; it travels in a bundle with
-/// its call's cell ([`ToShard`]).
+/// An input of a `submit_many` call; it travels in a bundle with its
+/// call's cell ([`ToShard`]).
 #[derive(Debug)]
 pub struct Bundled<K, I> {
-    /// `key_hash(&key)`.
-    pub hash: u64,
-    /// The input's key.
-    pub key: K,
-    /// The input.
-    pub input: I,
-    /// Its rank under the configured order.
-    pub rank: i64,
-    /// Its weight under the configured weigher.
-    pub weight: u64,
+    /// The input and what the caller computed about it.
+    pub offer: Offer<K, I>,
     /// Its position in its call.
     pub index: usize,
 }
@@ -217,31 +228,19 @@ where
     /// An input arrived: admit it into its lane, or answer its caller at
     /// once with the input handed back.
     pub fn admit(&mut self, submission: Submission<Q::Key, I, O, E>, now: Duration) {
-        let Submission {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
-            reply,
-        } = submission;
-        self.admit_with(hash, key, input, rank, weight, ReplyTo::Remote(reply), now);
+        let Submission { offer, reply } = submission;
+        self.admit_with(offer, ReplyTo::Remote(reply), now);
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread
     /// (the fast path): the same admission, answered through a local slot.
-    #[allow(clippy::too_many_arguments)]
     pub fn admit_local(
         &mut self,
-        hash: u64,
-        key: Q::Key,
-        input: I,
-        rank: i64,
-        weight: u64,
+        offer: Offer<Q::Key, I>,
         reply: LocalSender<Outcome<I, O, E>>,
         now: Duration,
     ) {
-        if self.admit_with(hash, key, input, rank, weight, ReplyTo::Local(reply), now) {
+        if self.admit_with(offer, ReplyTo::Local(reply), now) {
             self.stats.admitted_local += 1;
         }
     }
@@ -255,16 +254,8 @@ where
         gathering: &Gathering<I, O, E>,
         now: Duration,
     ) {
-        let Bundled {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
-            index,
-        } = bundled;
-        let to = ReplyTo::Gathered(gathering.reply(index));
-        self.admit_with(hash, key, input, rank, weight, to, now);
+        let Bundled { offer, index } = bundled;
+        self.admit_with(offer, ReplyTo::Gathered(gathering.reply(index)), now);
     }
 
     /// A share of `inputs` inputs of a `submit_many` call arrived: their
@@ -281,17 +272,14 @@ where
         self.deliveries.deliver();
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn admit_with(
-        &mut self,
-        hash: u64,
-        key: Q::Key,
-        input: I,
-        rank: i64,
-        weight: u64,
-        to: ReplyTo<I, O, E>,
-        now: Duration,
-    ) -> bool {
+    fn admit_with(&mut self, offer: Offer<Q::Key, I>, to: ReplyTo<I, O, E>, now: Duration) -> bool {
+        let Offer {
+            hash,
+            key,
+            input,
+            rank,
+            weight,
+        } = offer;
         let generation = self.generations.current();
         let mut waiter = Some((input, Reply { to, generation }));
         // The key's `Eq` or `Clone` is user code and may panic while its

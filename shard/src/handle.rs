@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
-use crate::core::{Bundled, FlushReply, Outcome, ShardCore, Submission, Waiter};
+use crate::core::{Bundled, FlushReply, Offer, Outcome, ShardCore, Submission, Waiter};
 use crate::error::FerryError;
 use crate::executor::Executor;
 use crate::flush_door::{FlushDoor, Flushed};
@@ -93,12 +93,9 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     ) {
         let to = self.to.get_or_insert_with(|| outcomes.to_shard());
         assert!(to.is_of(outcomes), "a bundle holds the inputs of one call");
+        let offer = Offer::new(hash, key, input, rank, weight);
         self.inputs.push(Bundled {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
+            offer,
             index: outcomes.add(),
         });
     }
@@ -276,14 +273,8 @@ where
         weight: u64,
     ) -> Result<Answer<I, O, E>, Refusal<I>> {
         let (reply, answer) = oneshot::channel();
-        let submission = Submission {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
-            reply,
-        };
+        let offer = Offer::new(hash, key, input, rank, weight);
+        let submission = Submission { offer, reply };
         match self.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Ok(Answer {
                 outcome: answer,
@@ -295,7 +286,7 @@ where
                     unreachable!("the intake hands back what it was given")
                 };
                 Err(Refusal {
-                    item: submission.input,
+                    item: submission.offer.input,
                     reason,
                 })
             }
@@ -333,7 +324,8 @@ where
             };
             reply.send(Err(refused));
         } else {
-            core.admit_local(hash, key, input, rank, weight, reply, here.clock.read());
+            let offer = Offer::new(hash, key, input, rank, weight);
+            core.admit_local(offer, reply, here.clock.read());
             drop(core);
             here.nudge.nudge();
         }
@@ -674,7 +666,7 @@ impl<K, I, O, E> CloseOnExit<'_, K, I, O, E> {
             Inbound::Submit(submission) => {
                 self.counters.count_refused_at_intake(closed);
                 let refused = FerryError::Refused {
-                    input: submission.input,
+                    input: submission.offer.input,
                     reason: closed,
                 };
                 let _ = submission.reply.send(Err(refused));
@@ -696,7 +688,7 @@ impl<K, I, O, E> CloseOnExit<'_, K, I, O, E> {
 fn refuse_bundled<K, I, O, E>(to: &ToShard<I, O, E>, inputs: Vec<Bundled<K, I>>, reason: Refused) {
     let indexed = inputs
         .into_iter()
-        .map(|bundled| (bundled.index, bundled.input));
+        .map(|bundled| (bundled.index, bundled.offer.input));
     to.answer_all(indexed, |input| Err(FerryError::Refused { input, reason }));
 }
 

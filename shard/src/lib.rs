@@ -93,8 +93,8 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
     pub use crate::core::{
-        BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Reply, ShardCore, Submission,
-        Waiter,
+        BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Offer, Reply, ShardCore,
+        Submission, Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::flush::Generations;

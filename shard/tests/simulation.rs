@@ -69,11 +69,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ferry_shard::parts::{BatchOutcome, LaneId, LaneState, Lanes, ShardCore, Submission, Waiter};
+use ferry_shard::parts::{
+    BatchOutcome, LaneId, LaneState, Lanes, Offer, ShardCore, Submission, Waiter,
+};
 use ferry_shard::{key_hash, FerryError, Refused};
 use tokio::sync::oneshot;
 
-use sim::answer::{try_answer, Caller, Dropped, Offer};
+use sim::answer::{try_answer, Caller, Dropped};
 use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
@@ -1669,11 +1671,7 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
         };
         core.admit(
             Submission {
-                hash: key_hash(&key),
-                key,
-                input,
-                rank: 0,
-                weight: 1,
+                offer: Offer::new(key_hash(&key), key, input, 0, 1),
                 reply,
             },
             at(now),

@@ -70,11 +70,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_shard::parts::{BatchOutcome, Fifo, Reply, ShardCore, Waiter};
+use ferry_shard::parts::{BatchOutcome, Fifo, Offer, Reply, ShardCore, Waiter};
 use ferry_shard::{FerryError, LanesConfig, Refused};
 use tokio::sync::oneshot;
 
-use answer::{try_answer, Caller, Dropped, Offer};
+use answer::{try_answer, Caller, Dropped};
 use rng::Rng;
 use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 

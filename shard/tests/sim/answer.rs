@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use std::time::Duration;
 
-use ferry_shard::parts::{Bundled, Queue, ShardCore, Submission, Waiter};
+use ferry_shard::parts::{Bundled, Offer, Queue, ShardCore, Submission, Waiter};
 use ferry_shard::{Outcome, Outcomes};
 use futures::Stream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
@@ -65,16 +65,6 @@ impl<I, O, E> TryAnswer for Caller<I, O, E> {
     }
 }
 
-/// What a simulated caller hands the core: an input with its key, hash,
-/// rank and weight.
-pub struct Offer<K, I> {
-    pub hash: u64,
-    pub key: K,
-    pub input: I,
-    pub rank: i64,
-    pub weight: u64,
-}
-
 /// Admits `offer` into `core` at `now` as `submit` would, or, with `many`,
 /// as the one input of a `submit_many` call (answered through the call's
 /// cell once the core hands its answers over).
@@ -88,39 +78,14 @@ where
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
 {
-    let Offer {
-        hash,
-        key,
-        input,
-        rank,
-        weight,
-    } = offer;
     if many {
         let mut outcomes = Outcomes::new();
         let index = outcomes.add();
         let gathering = core.gathering(outcomes.to_shard(), 1);
-        let bundled = Bundled {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
-            index,
-        };
-        core.admit_gathered(bundled, &gathering, now);
+        core.admit_gathered(Bundled { offer, index }, &gathering, now);
         return Caller::Many(outcomes);
     }
     let (reply, answer) = oneshot::channel();
-    core.admit(
-        Submission {
-            hash,
-            key,
-            input,
-            rank,
-            weight,
-            reply,
-        },
-        now,
-    );
+    core.admit(Submission { offer, reply }, now);
     Caller::One(answer)
 }
