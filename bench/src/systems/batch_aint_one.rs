@@ -26,6 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use batch_aint_one::{BatchError, Batcher, BatchingPolicy, Limits, Processor};
 
@@ -34,6 +35,9 @@ use crate::systems::{outputs, tokio_runtime, BatchCounts, Keying, Outcome, Setti
 
 /// The key every input is added with when unkeyed.
 pub const ONE_KEY: u64 = 0;
+
+/// How long [`BatchAintOne`]'s close waits for the crate's worker to stop.
+pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// The crate's batcher under load.
 pub struct BatchAintOne {
@@ -184,15 +188,30 @@ impl System for BatchAintOne {
         })
     }
 
+    /// Shuts the crate's worker down and waits for it, for at most
+    /// [`SHUTDOWN_WAIT`]: its worker has been seen (once, in a debug build,
+    /// unkeyed, every input answered) never to finish its shutdown, and a
+    /// load test that hangs on a competitor's close measures nothing. Past
+    /// the wait it says so and leaves the runtime to stop in the
+    /// background; what was answered has been counted by then.
     fn close(&mut self) {
         let Some(runtime) = self.runtime.take() else {
             return;
         };
         let worker = self.batcher.worker_handle();
-        runtime.block_on(async {
-            worker.shut_down().await;
-            worker.wait_for_shutdown().await;
+        let shut_down = runtime.block_on(async {
+            let shutdown = async {
+                worker.shut_down().await;
+                worker.wait_for_shutdown().await;
+            };
+            tokio::time::timeout(SHUTDOWN_WAIT, shutdown).await
         });
+        if shut_down.is_err() {
+            eprintln!(
+                "ferry-load: batch-aint-one's worker did not shut down within {SHUTDOWN_WAIT:?}; \
+                 its runtime is left to stop in the background"
+            );
+        }
         runtime.shutdown_background();
     }
 }
