@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::answer_cell;
 use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
@@ -32,8 +33,8 @@ use crate::stats::ShardStats;
 /// What a caller finally receives.
 pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
 
-/// Where an input's outcome goes — to a caller on another thread through a
-/// oneshot channel or its call's shared cell (`submit_many`), or to a task
+/// Where an input's outcome goes — to a caller on another thread through
+/// its own answer cell or its call's shared cell (`submit_many`), or to a task
 /// on the shard's own thread through a local slot (the fast path, no
 /// atomics) — and the flush generation it was admitted in.
 pub struct Reply<I, O, E> {
@@ -43,7 +44,7 @@ pub struct Reply<I, O, E> {
 
 enum ReplyTo<I, O, E> {
     /// A caller on any thread.
-    Remote(oneshot::Sender<Outcome<I, O, E>>),
+    Remote(answer_cell::Sender<Outcome<I, O, E>>),
     /// One input of a caller's `submit_many` call, on any thread.
     Gathered(GatherReply<I, O, E>),
     /// A task on this shard.
@@ -69,9 +70,7 @@ impl<I, O, E> Reply<I, O, E> {
     /// told, so a closed channel is not an error.
     pub fn send(self, outcome: Outcome<I, O, E>) {
         match self.to {
-            ReplyTo::Remote(reply) => {
-                let _ = reply.send(outcome);
-            }
+            ReplyTo::Remote(reply) => reply.send(outcome),
             ReplyTo::Gathered(reply) => reply.send(outcome),
             ReplyTo::Local(reply) => reply.send(outcome),
         }
@@ -117,13 +116,13 @@ impl<K, I> Offer<K, I> {
     }
 }
 
-/// An input submitted on its own, answered through its oneshot channel.
+/// An input submitted on its own, answered through its answer cell.
 #[derive(Debug)]
 pub struct Submission<K, I, O, E> {
     /// The input and what the caller computed about it.
     pub offer: Offer<K, I>,
     /// Where its outcome goes.
-    pub reply: oneshot::Sender<Outcome<I, O, E>>,
+    pub reply: answer_cell::Sender<Outcome<I, O, E>>,
 }
 
 /// An input of a `submit_many` call; it travels in a bundle with its
@@ -172,6 +171,9 @@ pub struct ShardCore<Q, I, O, E> {
     /// Emptied reply vectors of answered batches, reused by the next
     /// dispatches so that a batch allocates only its inputs' vector.
     spare_replies: Vec<Vec<Reply<I, O, E>>>,
+    /// Emptied output vectors of answered batches, turned into inputs
+    /// vectors for the next dispatches (see `spare_inputs_of`).
+    spare_inputs: Vec<Vec<I>>,
     /// An answer went to a task on this thread (see `take_woke_local`).
     woke_local: bool,
     /// Inputs whose callers dropped their futures are withdrawn.
@@ -196,6 +198,11 @@ const WITHDRAW_SCAN: usize = 128;
 /// `max_batch_size` slots, so this bounds what the pool keeps.
 const SPARE_REPLIES_MAX: usize = 64;
 
+/// Inputs vectors kept for reuse at most, and the most room one may have
+/// to be kept (a batch function may hand back a vector larger than it got).
+const SPARE_INPUTS_MAX: usize = 64;
+const SPARE_INPUTS_ROOM_MAX: usize = 4_096;
+
 /// The batch a core of queue `Q` dispatches.
 pub type DispatchOf<Q, I, O, E> =
     Dispatch<<Q as Queue<Waiter<I, O, E>>>::Ticket, <Q as Queue<Waiter<I, O, E>>>::Key, I, O, E>;
@@ -218,6 +225,7 @@ where
             in_flight: 0,
             stats: ShardStats::default(),
             spare_replies: Vec::new(),
+            spare_inputs: Vec::new(),
             woke_local: false,
             generations: Generations::default(),
             observer: Observer::default(),
@@ -345,12 +353,13 @@ where
         &mut self,
         now: Duration,
     ) -> Option<(Q::Ticket, Q::Key, (Vec<I>, Vec<Reply<I, O, E>>))> {
-        let spare = &mut self.spare_replies;
+        let (spare, spare_inputs) = (&mut self.spare_replies, &mut self.spare_inputs);
         let withdraw = self.withdraw_on_drop;
         let (generations, stats) = (&mut self.generations, &mut self.stats);
         let observer = &mut self.observer;
         self.queue.take_with(now, |items| {
-            let mut inputs = Vec::with_capacity(items.len());
+            let mut inputs = spare_inputs.pop().unwrap_or_default();
+            inputs.reserve_exact(items.len());
             let mut replies = spare.pop().unwrap_or_default();
             for (input, reply) in observer.watch(now, items) {
                 if withdraw && reply.is_abandoned() {
@@ -479,10 +488,11 @@ where
             self.resolved(reply.generation);
         }
         match outcome {
-            BatchOutcome::Returned(Ok(outputs)) if outputs.len() == expected => {
-                for (reply, output) in replies.drain(..).zip(outputs) {
+            BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
+                for (reply, output) in replies.drain(..).zip(outputs.drain(..)) {
                     reply.send(Ok(output));
                 }
+                self.keep_spare_inputs(outputs);
             }
             BatchOutcome::Returned(Ok(outputs)) => {
                 let got = outputs.len();
@@ -499,6 +509,20 @@ where
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
         if self.spare_replies.len() < SPARE_REPLIES_MAX {
             self.spare_replies.push(replies);
+        }
+    }
+
+    /// Keeps the emptied `outputs` of a batch as the next batch's inputs
+    /// vector, if it can serve as one (see `spare_inputs_of`) and room is
+    /// left among the spares.
+    fn keep_spare_inputs(&mut self, outputs: Vec<O>) {
+        if self.spare_inputs.len() >= SPARE_INPUTS_MAX || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
+        {
+            return;
+        }
+        let inputs = spare_inputs_of::<O, I>(outputs);
+        if inputs.capacity() > 0 {
+            self.spare_inputs.push(inputs);
         }
     }
 
@@ -584,11 +608,45 @@ where
     }
 }
 
+/// An empty vector of inputs, in the memory of the empty `outputs` when an
+/// input and an output have the same size and alignment (the standard
+/// library's in-place collection reuses it then: nothing is allocated or
+/// freed); otherwise `outputs` is freed and the vector has no room. A
+/// batch function that hands back its inputs' vector, or maps it into
+/// outputs of the same layout, then costs its shard no allocation a batch.
+fn spare_inputs_of<O, I>(outputs: Vec<O>) -> Vec<I> {
+    debug_assert!(outputs.is_empty());
+    outputs.into_iter().filter_map(|_| None).collect()
+}
+
 fn answer_all<I, O, E>(
     replies: &mut Vec<Reply<I, O, E>>,
     mut error: impl FnMut() -> FerryError<I, E>,
 ) {
     for reply in replies.drain(..) {
         reply.send(Err(error()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spare_inputs_of;
+
+    #[test]
+    fn outputs_of_the_inputs_layout_become_the_next_inputs_vector_in_place() {
+        let mut outputs: Vec<u64> = Vec::with_capacity(8);
+        outputs.push(1);
+        outputs.clear();
+        let memory = outputs.as_ptr() as usize;
+        let inputs: Vec<i64> = spare_inputs_of(outputs);
+        assert_eq!((inputs.capacity(), inputs.as_ptr() as usize), (8, memory));
+    }
+
+    #[test]
+    fn outputs_of_another_layout_are_freed_and_leave_no_room() {
+        let outputs: Vec<u32> = Vec::with_capacity(8);
+        assert_eq!(spare_inputs_of::<u32, u64>(outputs).capacity(), 0);
+        let outputs: Vec<(u32, u32)> = Vec::with_capacity(8);
+        assert_eq!(spare_inputs_of::<(u32, u32), u64>(outputs).capacity(), 0);
     }
 }

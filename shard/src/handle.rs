@@ -18,6 +18,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use crate::answer_cell::{self, answer_cell};
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
@@ -272,7 +273,7 @@ where
         rank: i64,
         weight: u64,
     ) -> Result<Answer<I, O, E>, Refusal<I>> {
-        let (reply, answer) = oneshot::channel();
+        let (reply, answer) = answer_cell::<Outcome<I, O, E>>();
         let offer = Offer::new(hash, key, input, rank, weight);
         let submission = Submission { offer, reply };
         match self.intake.push(Inbound::Submit(submission)) {
@@ -669,7 +670,7 @@ impl<K, I, O, E> CloseOnExit<'_, K, I, O, E> {
                     input: submission.offer.input,
                     reason: closed,
                 };
-                let _ = submission.reply.send(Err(refused));
+                submission.reply.send(Err(refused));
             }
             Inbound::Bundle(to, inputs) => {
                 self.intake.popped_bundle(inputs.len());
@@ -742,7 +743,7 @@ struct Notice {
 /// `withdraw_on_drop`, dropping it unanswered tells the shard, which
 /// withdraws the input if it has not been taken into a batch yet.
 pub struct Answer<I, O, E> {
-    outcome: oneshot::Receiver<Outcome<I, O, E>>,
+    outcome: answer_cell::Receiver<Outcome<I, O, E>>,
     notice: Option<Notice>,
 }
 
@@ -778,9 +779,7 @@ impl<I, O, E> Future for Answer<I, O, E> {
             Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
             // The shard dropped the reply without answering: it stopped (its
             // thread died) with the input admitted.
-            Poll::Ready(Err(oneshot::error::RecvError { .. })) => {
-                Poll::Ready(Err(FerryError::Aborted))
-            }
+            Poll::Ready(Err(answer_cell::Unsent)) => Poll::Ready(Err(FerryError::Aborted)),
             Poll::Pending => Poll::Pending,
         }
     }

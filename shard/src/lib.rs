@@ -22,11 +22,13 @@
 //! `Waiter` bounds, to name its shards.
 //!
 //! Most users want the crate `ferry`.
-// No unsafe code but the two system calls of `slice.rs`, which allows it
-// for itself alone.
+// No unsafe code but the two system calls of `slice.rs` and the answer
+// cell's shared memory (`answer_cell.rs`, `pool.rs`), which allow it for
+// themselves alone.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod answer_cell;
 mod batch_fn;
 mod batch_run;
 mod clock;
@@ -53,6 +55,7 @@ mod observe;
 mod on_glommio;
 mod on_tokio;
 mod order;
+mod pool;
 mod queue;
 mod refused;
 mod runtime;
@@ -92,6 +95,7 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// The pieces a shard is made of, for step-by-step tests, simulations and
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
+    pub use crate::answer_cell::{answer_cell, Receiver, Sender, Unsent};
     pub use crate::core::{
         BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Offer, Reply, ShardCore,
         Submission, Waiter,

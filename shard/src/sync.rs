@@ -1,8 +1,10 @@
 //! The primitives the cross-thread protocols are built from — the intake's
-//! wake-up and close (`intake.rs`) and the shared answer cell of a
+//! wake-up and close (`intake.rs`), the answer cell of an input submitted
+//! on its own (`answer_cell.rs`) and the shared answer cell of a
 //! `submit_many` call (`gather.rs`). Under `--cfg loom` they are swapped for
-//! loom's, so `tests/loom_intake.rs` and `tests/loom_gather.rs` can check
-//! every interleaving of that very code; the protocols do not change.
+//! loom's, so `tests/loom_intake.rs`, `tests/loom_answer_cell.rs` and
+//! `tests/loom_gather.rs` can check every interleaving of that very code;
+//! the protocols do not change.
 
 pub(crate) use imp::*;
 
@@ -10,8 +12,27 @@ pub(crate) use imp::*;
 mod imp {
     pub(crate) use crossbeam_queue::ArrayQueue;
     pub(crate) use futures::task::AtomicWaker;
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
     pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+
+    /// `std::cell::UnsafeCell` with loom's way in: a pointer lent to a
+    /// closure, so that loom can see each access.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
 }
 
 #[cfg(loom)]
@@ -20,7 +41,11 @@ mod imp {
     use std::sync::atomic::Ordering::{self, SeqCst};
     use std::task::Waker;
 
+    pub(crate) use loom::cell::UnsafeCell;
     use loom::sync::atomic::fence;
+    // The answer cell orders its accesses with acquire and release only,
+    // which loom models as they are.
+    pub(crate) use loom::sync::atomic::AtomicUsize;
     pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
     // Loom models a `SeqCst` load or store as if it were `AcqRel`, which

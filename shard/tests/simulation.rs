@@ -70,7 +70,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ferry_shard::parts::{
-    BatchOutcome, LaneId, LaneState, Lanes, Offer, ShardCore, Submission, Waiter,
+    answer_cell, BatchOutcome, LaneId, LaneState, Lanes, Offer, Receiver, ShardCore, Submission,
+    Waiter,
 };
 use ferry_shard::{key_hash, FerryError, Refused};
 use tokio::sync::oneshot;
@@ -527,7 +528,7 @@ impl Sim {
         let mut caller_waits = true;
         if arrival.drops_at_once {
             drop(answer);
-            answer = Caller::One(oneshot::channel().1);
+            answer = Caller::One(answer_cell().1);
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
@@ -1661,8 +1662,8 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
         ..ferry_shard::LanesConfig::default()
     };
     let mut core = Core::new(config, 1);
-    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> oneshot::Receiver<Outcome> {
-        let (reply, answer) = oneshot::channel();
+    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> Receiver<Outcome> {
+        let (reply, answer) = answer_cell();
         let input = Input {
             id,
             key,

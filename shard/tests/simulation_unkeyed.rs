@@ -70,7 +70,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry_shard::parts::{BatchOutcome, Fifo, Offer, Reply, ShardCore, Waiter};
+use ferry_shard::parts::{answer_cell, BatchOutcome, Fifo, Offer, Reply, ShardCore, Waiter};
 use ferry_shard::{FerryError, LanesConfig, Refused};
 use tokio::sync::oneshot;
 
@@ -731,7 +731,7 @@ impl Sim {
         let mut caller_waits = true;
         if arrival.drops_at_once {
             drop(answer);
-            answer = Caller::One(oneshot::channel().1);
+            answer = Caller::One(answer_cell().1);
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }

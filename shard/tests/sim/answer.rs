@@ -1,11 +1,14 @@
 //! A caller's answer as the simulation looks at it, without waiting.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use std::time::Duration;
 
-use ferry_shard::parts::{Bundled, Offer, Queue, ShardCore, Submission, Waiter};
+use ferry_shard::parts::{
+    answer_cell, Bundled, Offer, Queue, Receiver, ShardCore, Submission, Waiter,
+};
 use ferry_shard::{Outcome, Outcomes};
 use futures::Stream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
@@ -26,6 +29,7 @@ pub fn try_answer<A: TryAnswer>(answer: &mut A) -> Result<Option<A::Answer>, Dro
     answer.try_answer()
 }
 
+/// A flush's reply.
 impl<T> TryAnswer for oneshot::Receiver<T> {
     type Answer = T;
 
@@ -38,11 +42,25 @@ impl<T> TryAnswer for oneshot::Receiver<T> {
     }
 }
 
+/// An input's answer cell.
+impl<T> TryAnswer for Receiver<T> {
+    type Answer = T;
+
+    fn try_answer(&mut self) -> Result<Option<T>, Dropped> {
+        let waker = futures::task::noop_waker();
+        match Pin::new(self).poll(&mut Context::from_waker(&waker)) {
+            Poll::Ready(Ok(outcome)) => Ok(Some(outcome)),
+            Poll::Pending => Ok(None),
+            Poll::Ready(Err(_)) => Err(Dropped),
+        }
+    }
+}
+
 /// A simulated caller: one input submitted alone (its own channel), or the
 /// one input of a `submit_many` call (the call's stream), answered once the
 /// shard hands its round's answers over.
 pub enum Caller<I, O, E> {
-    One(oneshot::Receiver<Outcome<I, O, E>>),
+    One(Receiver<Outcome<I, O, E>>),
     Many(Outcomes<I, O, E>),
 }
 
@@ -85,7 +103,7 @@ where
         core.admit_gathered(Bundled { offer, index }, &gathering, now);
         return Caller::Many(outcomes);
     }
-    let (reply, answer) = oneshot::channel();
+    let (reply, answer) = answer_cell();
     core.admit(Submission { offer, reply }, now);
     Caller::One(answer)
 }
