@@ -6,6 +6,9 @@
 # and once with none (the same binary, threads and start-up), and prints
 # (instructions with inputs - instructions without) / inputs. Unlike a
 # timing, the count does not depend on what else the machine is doing.
+# The one exception, the shards' clock calibrating itself once per process
+# (`quanta::Clock::new`, a loop timed in wall-clock time, so as long as
+# valgrind is slow), is taken out of each run's total.
 #
 #   bash bench/callgrind.sh            # INPUTS=200000 by default
 #   INPUTS=1000000 bash bench/callgrind.sh
@@ -49,13 +52,16 @@ instructions() {
         cat "$name.log" >&2
         exit 1
     fi
-    local total
+    local total calibration
     total=$(awk '$1 == "totals:" || $1 == "summary:" { print $2; exit }' "$name.callgrind")
     if [[ -z $total ]]; then
         echo "callgrind.sh: no total in $name.callgrind" >&2
         exit 1
     fi
-    echo "$total"
+    # Inclusive instructions of the clock's calibration (none if absent).
+    calibration=$(callgrind_annotate --inclusive=yes "$name.callgrind" 2>/dev/null |
+        awk '/:quanta::Clock::new \[/ { gsub(",", "", $1); print $1; exit }')
+    echo $((total - ${calibration:-0}))
 }
 
 # The batches of a run, from the example's report ("... in N batches").

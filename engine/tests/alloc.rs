@@ -7,53 +7,54 @@
 //! and an instant batch function that hands its inputs back; each case runs
 //! on both runtimes (`name::glommio`, `name::tokio`).
 //!
-//! Measured on 2026-12-01, six runs of both runtimes (100,000 inputs a
-//! case; 50,000 for `submit_local`, from one task on one shard):
+//! Measured on 2026-12-01, one release run and one debug run on each
+//! runtime (100,000 inputs a case; 50,000 for `submit_local`, from one
+//! task on one shard), allocations over the stretch:
 //!
-//! | case | inputs per batch | allocations per input | per batch |
+//! | case | inputs per batch | release | debug |
 //! | --- | ---: | ---: | ---: |
-//! | `submit`, 1,000 keys | 1.94–2.22 | 1.901–2.030 | 3.941–4.220 |
-//! | `submit`, 100,000 keys | 1.00 | 3.000–3.014 | 3.000–3.014 |
-//! | `submit_local`, 1,000 keys | 2.02 | 1.988 | 4.024 |
-//! | `Batcher::submit` | 16.4–62.5 | 1.032–1.122 | 18.4–64.5 |
-//! | `submit_many`, calls of 500, 100,000 keys | 1.00 | 1.020 | 1.020 |
+//! | `submit`, 1,000 keys | about 2 | 0 | 0–8 |
+//! | `submit`, 100,000 keys | 1.00 | 53–234 | 467–961 |
+//! | `submit`, 100,000 keys, `u32` outputs | 1.00 | 200,407–200,758 | 200,140–201,025 |
+//! | `submit_local`, 1,000 keys | 2.02 | 0–1 | 0 |
+//! | `Batcher::submit` | 26–62 | 0 | 1–4 |
+//! | `submit_many`, calls of 500, 100,000 keys | 1.00 | 2,042–2,077 | 2,044–2,050 |
 //!
-//! (The `submit_many` row: two runs, one of each runtime, 100,000 inputs
-//! in 200 calls: 102,029 and 102,037 allocations, 1 per batch and 10 per
-//! call, and 29 and 37 beyond that.)
+//! (Before an input had an answer cell of its own and batches reused their
+//! outputs' vector, the same cases made 1 allocation per input and 1 per
+//! batch: 200,000 for `submit` with 100,000 keys.)
 //!
 //! Inputs per batch follow the timing of callers and shards, so the
 //! figures per input and per batch move with them; what does not move is
 //! the budget every case keeps, asserted by `Measured::check`:
 //!
-//! **allocations ≤ 1 per input + 1 per batch + slack**, and for
-//! `submit_many` **≤ 1 per batch + 10 per call of 500 + slack**: nothing of
-//! an input's own.
+//! **allocations ≤ 0 per input + 0 per batch + slack** for a batch function
+//! that hands back its inputs' vector, **2 per batch** for one that makes
+//! outputs of another layout, and for `submit_many` **10 per call of 500**
+//! besides: nothing of an input's own, nothing of a batch's own.
 //!
-//! - **1 per input** (`PER_INPUT`): where the input's outcome goes. For
-//!   `submit` and the batcher, the `Arc` that the two ends of the tokio
-//!   oneshot channel share (made in `Shard::submit`); for `submit_local`,
-//!   the `Rc` of the local answer cell (`local_channel`). None for
-//!   `submit_many`, whose inputs share their call's cell (`PER_CALL`).
-//! - **1 per batch** (`PER_BATCH`): the batch's inputs `Vec`
-//!   (`ShardCore::dispatch`), which the batch function receives. The batch
-//!   future's home is a box the loop reuses (`batch_run.rs`): a batch that
-//!   finishes on its first poll, as an instant one does, empties it in
-//!   place for the next.
-//! - Nothing else on the steady path: a batch's replies `Vec` comes from a
-//!   pool of spares, lanes reuse their places and the buffers kept there,
-//!   and a batch that finishes on its first poll, as an instant one does,
-//!   never gets a node in the loop's `FuturesUnordered`. A batch function
-//!   that builds its outputs in a new `Vec` adds one allocation a batch of
-//!   its own (this one returns its inputs' `Vec`).
+//! - **0 per input** (`PER_INPUT`): an input's outcome goes through its
+//!   answer cell (`answer_cell.rs`), a block from the caller's thread's
+//!   spares (`pool.rs`), given back when both ends are done; a cell given
+//!   back on a shard's thread reaches the callers' threads through the
+//!   shared store. The same for `submit_local` (a cell with a plain state
+//!   word). `submit_many`'s inputs share their call's cell (`PER_CALL`).
+//! - **0 per batch** (`PER_BATCH`): the batch's inputs `Vec` is the emptied
+//!   outputs `Vec` of an earlier batch (`ShardCore::keep_spare_inputs`),
+//!   since this batch function hands its inputs back; its replies `Vec`
+//!   comes from spares too; the batch future's home is a box the loop
+//!   reuses (`batch_run.rs`); a batch that finishes on its first poll never
+//!   gets a node in the loop's `FuturesUnordered`; lanes reuse their places
+//!   and the buffers kept there.
+//! - **2 per batch** (`PER_BATCH_OTHER_LAYOUT`) for a batch function whose
+//!   outputs (`u32`) have another layout than its inputs (`u64`): the
+//!   inputs `Vec` the shard makes, and the outputs `Vec` the function makes.
 //! - **slack** (`Measured::slack`): what follows time and timing, not the
-//!   inputs: lane places added at a new high of lanes alive, glommio's
-//!   reactor re-arming its timers, a few more table growths. Each part is
-//!   bounded by what it depends on (inputs in flight, parks, seconds).
-//!   Seen over the budget: with 100,000 keys up to 1,558 (lane places);
-//!   with 1,000 keys up to 38 on glommio and 56 on tokio; the batcher up to
-//!   16 on glommio (67 in one run whose shards parked 12 times) and 1 on
-//!   tokio; `submit_local` up to 3.
+//!   inputs: lane places added at a new high of lanes alive, answer cells
+//!   made while the shared store was empty, glommio's reactor re-arming its
+//!   timers, a few more table growths. Each part is bounded by what it
+//!   depends on (inputs in flight, parks, seconds); the figures above show
+//!   what was seen beyond the budget.
 //!
 //! A change that removes one of these allocations shows as a count well
 //! under the budget (each case prints its counts and how far they are from
@@ -117,12 +118,13 @@ const IN_FLIGHT_PER_CALLER: usize = 1_000;
 const WARM_UP_PER_CALLER: usize = 20_000;
 const MEASURED_PER_CALLER: usize = 50_000;
 
-/// The budget: allocations per input and per batch (see the module docs):
-/// none of an input's own for `submit` and the batcher, one for
-/// `submit_local`.
+/// The budget: allocations per input and per batch (see the module docs).
 const PER_INPUT: u64 = 0;
-const PER_INPUT_LOCAL: u64 = 1;
-const PER_BATCH: u64 = 1;
+/// Per batch, for a batch function that hands back its inputs' vector.
+const PER_BATCH: u64 = 0;
+/// Per batch, for one whose outputs have another layout than its inputs:
+/// the batch's inputs vector, and the outputs vector the function makes.
+const PER_BATCH_OTHER_LAYOUT: u64 = 2;
 /// And per `submit_many` call, whose inputs cost nothing each: the call's
 /// answer cell (its `Arc`, its vector, the stream's queue), the list of
 /// bundles, and per shard a bundle's vector and the shard's share of the
@@ -154,6 +156,8 @@ struct Measured {
     runtime: Runtime,
     /// The budget per input (`PER_INPUT`, or none for `submit_many`).
     per_input: u64,
+    /// The budget per batch (`PER_BATCH`, or `PER_BATCH_OTHER_LAYOUT`).
+    per_batch: u64,
     /// `submit_many` calls made (0 for the other cases).
     calls: u64,
     inputs: u64,
@@ -194,12 +198,12 @@ impl Measured {
     /// Reports the counts, then asserts the budget.
     fn check(&self, case: &str) {
         let budget =
-            self.per_input * self.inputs + PER_BATCH * self.batches + PER_CALL * self.calls;
+            self.per_input * self.inputs + self.per_batch * self.batches + PER_CALL * self.calls;
         let slack = self.slack();
         eprintln!(
             "{case}, {:?}: {} inputs in {} batches ({:.2} inputs per batch), {} parks, {:?}; \
              {} allocations, {:.3} per input, {:.3} per batch; budget {budget} \
-             ({} per input + {PER_BATCH} per batch + {PER_CALL} per call, {} calls), \
+             ({} per input + {} per batch + {PER_CALL} per call, {} calls), \
              {} beyond it (slack {slack})",
             self.runtime,
             self.inputs,
@@ -211,19 +215,21 @@ impl Measured {
             self.allocations as f64 / self.inputs as f64,
             self.allocations as f64 / self.batches as f64,
             self.per_input,
+            self.per_batch,
             self.calls,
             self.allocations as i64 - budget as i64,
         );
         assert!(
             self.allocations <= budget + slack,
             "{case}, {:?}: {} allocations for {} inputs in {} batches and {} calls, more \
-             than {} per input + {PER_BATCH} per batch + {PER_CALL} per call + {slack} slack",
+             than {} per input + {} per batch + {PER_CALL} per call + {slack} slack",
             self.runtime,
             self.allocations,
             self.inputs,
             self.batches,
             self.calls,
             self.per_input,
+            self.per_batch,
         );
     }
 }
@@ -394,6 +400,7 @@ where
         Measured {
             runtime,
             per_input: PER_INPUT,
+            per_batch: PER_BATCH,
             calls: 0,
             inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
             batches: after.batches - before.batches,
@@ -450,6 +457,41 @@ fn submit_with_100000_keys_one_input_per_batch(runtime: Runtime) {
         .unwrap_or_else(|poison| poison.into_inner());
     let measured = submit_from_threads(runtime, 100_000);
     measured.check("submit, 100000 keys");
+}
+
+on_each_runtime!(submit_with_outputs_of_another_layout);
+/// As with 100,000 keys, the batch function making `u32` outputs of its
+/// `u64` inputs: a new outputs vector, so its inputs vector cannot serve
+/// the next batch.
+fn submit_with_outputs_of_another_layout(runtime: Runtime) {
+    use futures::FutureExt;
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let engine: Engine<u64, u64, u32, ()> = Engine::builder()
+        .runtime(runtime)
+        .shards(SHARDS)
+        .pin(false)
+        .start(|_shard| {
+            |_key: u64, inputs: Vec<u64>| async move {
+                Ok::<_, ()>(inputs.into_iter().map(|input| input as u32).collect())
+            }
+        })
+        .expect("the engine starts");
+    let keys = 100_000;
+    let mut measured = measure_on_threads(
+        runtime,
+        |i| {
+            let submit = engine.submit(i as u64 % keys, i as u64);
+            submit.map(|outcome| outcome.map(u64::from))
+        },
+        || engine.stats(),
+        lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
+    );
+    engine.close();
+    engine.join();
+    measured.per_batch = PER_BATCH_OTHER_LAYOUT;
+    measured.check("submit, 100000 keys, u32 outputs");
 }
 
 on_each_runtime!(batcher_unkeyed_submit);
@@ -515,7 +557,8 @@ fn submit_local_from_a_task_on_the_shard(runtime: Runtime) {
     engine.join();
     let measured = Measured {
         runtime,
-        per_input: PER_INPUT_LOCAL,
+        per_input: PER_INPUT,
+        per_batch: PER_BATCH,
         calls: 0,
         inputs: MEASURED_PER_CALLER as u64,
         batches: after.batches - before.batches,
@@ -574,6 +617,7 @@ fn submit_many_in_calls_of_500(runtime: Runtime) {
     let measured = Measured {
         runtime,
         per_input: 0,
+        per_batch: PER_BATCH,
         calls: (MEASURED_PER_CALLER * SHARDS / PER_CALL_INPUTS) as u64,
         inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
         batches: after.batches - before.batches,

@@ -6,6 +6,11 @@
 //! atomic word (`state`) carries everything the two ends tell each other,
 //! and nothing else is shared (no reference count, no task budget).
 //!
+//! A task on the shard's own thread (`submit_local`) gets the same cell
+//! with a plain word instead of an atomic one ([`local_answer_cell`]): the
+//! same protocol, no atomic operation, and its two ends cannot leave the
+//! thread.
+//!
 //! # Protocol
 //!
 //! `state` holds bits, each set once and never cleared, except `WAKER`:
@@ -42,6 +47,87 @@ use std::task::{Context, Poll, Waker};
 use crate::pool;
 use crate::sync::{AtomicUsize, UnsafeCell};
 
+/// The word that carries a cell's state: [`Shared`] between threads,
+/// [`Local`] on one.
+pub trait Word: sealed::Sealed {
+    #[doc(hidden)]
+    fn new() -> Self;
+    #[doc(hidden)]
+    fn load(&self) -> usize;
+    #[doc(hidden)]
+    fn fetch_or(&self, bits: usize) -> usize;
+    #[doc(hidden)]
+    fn compare_exchange(&self, current: usize, new: usize) -> Result<usize, usize>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Shared {}
+    impl Sealed for super::Local {}
+}
+
+/// An atomic state word: the two ends may be on different threads. Reads
+/// acquire and writes release, so each end sees what the other wrote
+/// before the bits it reads.
+#[derive(Debug)]
+pub struct Shared(AtomicUsize);
+
+impl Word for Shared {
+    #[inline]
+    fn new() -> Self {
+        Self(AtomicUsize::new(0))
+    }
+
+    #[inline]
+    fn load(&self) -> usize {
+        self.0.load(Acquire)
+    }
+
+    #[inline]
+    fn fetch_or(&self, bits: usize) -> usize {
+        self.0.fetch_or(bits, AcqRel)
+    }
+
+    #[inline]
+    fn compare_exchange(&self, current: usize, new: usize) -> Result<usize, usize> {
+        self.0.compare_exchange(current, new, AcqRel, Acquire)
+    }
+}
+
+/// A plain state word: both ends stay on one thread (neither is `Send`).
+#[derive(Debug)]
+pub struct Local(std::cell::Cell<usize>);
+
+impl Word for Local {
+    #[inline]
+    fn new() -> Self {
+        Self(std::cell::Cell::new(0))
+    }
+
+    #[inline]
+    fn load(&self) -> usize {
+        self.0.get()
+    }
+
+    #[inline]
+    fn fetch_or(&self, bits: usize) -> usize {
+        let before = self.0.get();
+        self.0.set(before | bits);
+        before
+    }
+
+    #[inline]
+    fn compare_exchange(&self, current: usize, new: usize) -> Result<usize, usize> {
+        let now = self.0.get();
+        if now == current {
+            self.0.set(new);
+            Ok(now)
+        } else {
+            Err(now)
+        }
+    }
+}
+
 const VALUE: usize = 1;
 const NO_VALUE: usize = 1 << 1;
 const WAKER: usize = 1 << 2;
@@ -51,8 +137,8 @@ const RECEIVER_GONE: usize = 1 << 5;
 const TAKEN: usize = 1 << 6;
 
 /// What the two ends share.
-struct Cell<T> {
-    state: AtomicUsize,
+struct Cell<T, W> {
+    state: W,
     waker: UnsafeCell<Option<Waker>>,
     value: UnsafeCell<MaybeUninit<T>>,
 }
@@ -74,14 +160,35 @@ pub struct Unsent;
 /// drop(sender);
 /// assert!(futures::executor::block_on(receiver).is_err());
 /// ```
+#[inline]
 pub fn answer_cell<T>() -> (Sender<T>, Receiver<T>) {
-    let block = pool::alloc(Layout::new::<Cell<T>>()).cast::<Cell<T>>();
+    new_cell()
+}
+
+/// A new cell whose two ends stay on this thread: for a task on the shard
+/// that answers it.
+///
+/// ```
+/// use ferry_shard::parts::local_answer_cell;
+///
+/// let (sender, receiver) = local_answer_cell::<u32>();
+/// sender.send(7);
+/// assert_eq!(futures::executor::block_on(receiver), Ok(7));
+/// ```
+#[inline]
+pub fn local_answer_cell<T>() -> (Sender<T, Local>, Receiver<T, Local>) {
+    new_cell()
+}
+
+#[inline]
+fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
+    let block = pool::alloc(Layout::new::<Cell<T, W>>()).cast::<Cell<T, W>>();
     let cell = Cell {
-        state: AtomicUsize::new(0),
+        state: W::new(),
         waker: UnsafeCell::new(None),
         value: UnsafeCell::new(MaybeUninit::uninit()),
     };
-    // SAFETY: the block is fresh, large and aligned enough for a `Cell<T>`.
+    // SAFETY: the block is fresh, large and aligned enough for the cell.
     unsafe { block.as_ptr().write(cell) };
     let sender = Sender {
         cell: block,
@@ -97,27 +204,29 @@ pub fn answer_cell<T>() -> (Sender<T>, Receiver<T>) {
 
 /// The shard's end: answers once, or, dropped unsent, tells the receiver
 /// that no answer will come.
-pub struct Sender<T> {
-    cell: NonNull<Cell<T>>,
+pub struct Sender<T, W: Word = Shared> {
+    cell: NonNull<Cell<T, W>>,
     _value: PhantomData<T>,
 }
 
 /// The caller's end: a future of the outcome, or [`Unsent`].
-pub struct Receiver<T> {
-    cell: NonNull<Cell<T>>,
+pub struct Receiver<T, W: Word = Shared> {
+    cell: NonNull<Cell<T, W>>,
     /// This end took the outcome (polling again is a mistake).
     taken: bool,
     _value: PhantomData<T>,
 }
 
 // SAFETY: each end moves to another thread with the `T` it sends or
-// receives; the cell's protocol orders every access the two ends make.
-unsafe impl<T: Send> Send for Sender<T> {}
+// receives; the atomic word orders every access the two ends make. (The
+// ends of a `Local` cell are not `Send`: their raw pointer keeps them on
+// their thread.)
+unsafe impl<T: Send> Send for Sender<T, Shared> {}
 // SAFETY: as for the sender.
-unsafe impl<T: Send> Send for Receiver<T> {}
+unsafe impl<T: Send> Send for Receiver<T, Shared> {}
 
-impl<T> Sender<T> {
-    fn cell(&self) -> &Cell<T> {
+impl<T, W: Word> Sender<T, W> {
+    fn cell(&self) -> &Cell<T, W> {
         // SAFETY: the cell lives until both ends are gone, and this end is
         // not gone.
         unsafe { self.cell.as_ref() }
@@ -136,14 +245,14 @@ impl<T> Sender<T> {
 
     /// Whether the receiver stopped waiting (closed or dropped).
     pub fn is_closed(&self) -> bool {
-        self.cell().state.load(Acquire) & (CLOSED | RECEIVER_GONE) != 0
+        self.cell().state.load() & (CLOSED | RECEIVER_GONE) != 0
     }
 
     /// Sets `VALUE` or `NO_VALUE`, wakes the receiver if it left a waker,
     /// and lets go of the cell.
     fn finish(&self, outcome: usize) {
         let cell = self.cell();
-        let before = cell.state.fetch_or(outcome, AcqRel);
+        let before = cell.state.fetch_or(outcome);
         if before & WAKER != 0 && before & RECEIVER_GONE == 0 {
             // SAFETY: `WAKER` was set before the finish, so the receiver
             // wrote the waker and will not write it again (module docs).
@@ -153,7 +262,7 @@ impl<T> Sender<T> {
                 }
             });
         }
-        let before = cell.state.fetch_or(SENDER_GONE, AcqRel);
+        let before = cell.state.fetch_or(SENDER_GONE);
         if before & RECEIVER_GONE != 0 {
             // SAFETY: both ends are gone; this one came second.
             unsafe { give_back(self.cell, before) };
@@ -161,14 +270,14 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> Drop for Sender<T> {
+impl<T, W: Word> Drop for Sender<T, W> {
     fn drop(&mut self) {
         self.finish(NO_VALUE);
     }
 }
 
-impl<T> Receiver<T> {
-    fn cell(&self) -> &Cell<T> {
+impl<T, W: Word> Receiver<T, W> {
+    fn cell(&self) -> &Cell<T, W> {
         // SAFETY: as for the sender.
         unsafe { self.cell.as_ref() }
     }
@@ -176,7 +285,7 @@ impl<T> Receiver<T> {
     /// Stops waiting: the sender sees it ([`Sender::is_closed`]). An
     /// outcome sent later is still delivered.
     pub fn close(&mut self) {
-        self.cell().state.fetch_or(CLOSED, AcqRel);
+        self.cell().state.fetch_or(CLOSED);
     }
 
     /// The outcome, if the sender finished; takes it.
@@ -216,10 +325,7 @@ impl<T> Receiver<T> {
                     return Poll::Pending;
                 }
                 // Take it back to replace it, unless the sender finished.
-                if let Err(now) =
-                    cell.state
-                        .compare_exchange(state, state & !WAKER, AcqRel, Acquire)
-                {
+                if let Err(now) = cell.state.compare_exchange(state, state & !WAKER) {
                     state = now;
                     continue;
                 }
@@ -227,7 +333,7 @@ impl<T> Receiver<T> {
             // SAFETY: `WAKER` is clear: the sender does not read the waker.
             cell.waker
                 .with_mut(|left| unsafe { *left = Some(waker.clone()) });
-            let before = cell.state.fetch_or(WAKER, AcqRel);
+            let before = cell.state.fetch_or(WAKER);
             if before & (VALUE | NO_VALUE) == 0 {
                 return Poll::Pending;
             }
@@ -236,23 +342,23 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> Future for Receiver<T> {
+impl<T, W: Word> Future for Receiver<T, W> {
     type Output = Result<T, Unsent>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         assert!(!self.taken, "an answer cell polled after it answered");
-        let state = self.cell().state.load(Acquire);
+        let state = self.cell().state.load();
         self.wait(cx.waker(), state)
     }
 }
 
 // Nothing in a receiver is pinned: the cell is on the heap.
-impl<T> Unpin for Receiver<T> {}
+impl<T, W: Word> Unpin for Receiver<T, W> {}
 
-impl<T> Drop for Receiver<T> {
+impl<T, W: Word> Drop for Receiver<T, W> {
     fn drop(&mut self) {
         let gone = RECEIVER_GONE | if self.taken { TAKEN } else { 0 };
-        let before = self.cell().state.fetch_or(gone, AcqRel);
+        let before = self.cell().state.fetch_or(gone);
         if before & SENDER_GONE != 0 {
             // SAFETY: both ends are gone; this one came second.
             unsafe { give_back(self.cell, before | gone) };
@@ -260,7 +366,7 @@ impl<T> Drop for Receiver<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Sender<T> {
+impl<T, W: Word> std::fmt::Debug for Sender<T, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sender")
             .field("closed", &self.is_closed())
@@ -268,7 +374,7 @@ impl<T> std::fmt::Debug for Sender<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Receiver<T> {
+impl<T, W: Word> std::fmt::Debug for Receiver<T, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Receiver")
             .field("taken", &self.taken)
@@ -282,7 +388,7 @@ impl<T> std::fmt::Debug for Receiver<T> {
 ///
 /// Both ends are gone, `state` is the cell's state as the second saw it
 /// (with its own bits), and the cell is used by no one.
-unsafe fn give_back<T>(cell: NonNull<Cell<T>>, state: usize) {
+unsafe fn give_back<T, W>(cell: NonNull<Cell<T, W>>, state: usize) {
     let state = state | SENDER_GONE | RECEIVER_GONE;
     debug_assert!(state & (VALUE | NO_VALUE) != 0, "the sender finished");
     // SAFETY: no one else holds the cell (the caller's contract).
@@ -296,7 +402,7 @@ unsafe fn give_back<T>(cell: NonNull<Cell<T>>, state: usize) {
     // SAFETY: as above; dropping the cell drops the waker left in it.
     unsafe {
         std::ptr::drop_in_place(cell.as_ptr());
-        pool::free(cell.cast(), Layout::new::<Cell<T>>());
+        pool::free(cell.cast(), Layout::new::<Cell<T, W>>());
     }
 }
 
@@ -409,6 +515,29 @@ mod tests {
         assert!(sender.is_closed());
         sender.send(3);
         assert_eq!(futures::executor::block_on(receiver), Ok(3));
+    }
+
+    #[test]
+    fn a_local_cell_answers_and_tells_a_dropped_sender_as_the_shared_one_does() {
+        let (sender, mut receiver) = local_answer_cell::<u64>();
+        let (wakes, waker) = waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut receiver).poll(&mut cx).is_pending());
+        assert!(!sender.is_closed());
+        sender.send(9);
+        assert_eq!(wakes.0.load(SeqCst), 1);
+        assert_eq!(Pin::new(&mut receiver).poll(&mut cx), Poll::Ready(Ok(9)));
+
+        let (sender, receiver) = local_answer_cell::<u64>();
+        drop(sender);
+        assert_eq!(futures::executor::block_on(receiver), Err(Unsent));
+
+        let drops = Arc::new(Count::new(0));
+        let (sender, receiver) = local_answer_cell::<Dropped>();
+        drop(receiver);
+        assert!(sender.is_closed());
+        sender.send(Dropped(Arc::clone(&drops)));
+        assert_eq!(drops.load(SeqCst), 1);
     }
 
     #[test]

@@ -24,7 +24,6 @@ use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
 use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
-use crate::local::LocalSender;
 use crate::observe::{self, Observer};
 use crate::queue::Queue;
 use crate::refused::Refused;
@@ -48,7 +47,7 @@ enum ReplyTo<I, O, E> {
     /// One input of a caller's `submit_many` call, on any thread.
     Gathered(GatherReply<I, O, E>),
     /// A task on this shard.
-    Local(LocalSender<Outcome<I, O, E>>),
+    Local(answer_cell::Sender<Outcome<I, O, E>, answer_cell::Local>),
 }
 
 impl<I, O, E> Reply<I, O, E> {
@@ -62,7 +61,7 @@ impl<I, O, E> Reply<I, O, E> {
         match &self.to {
             ReplyTo::Remote(reply) => reply.is_closed(),
             ReplyTo::Gathered(reply) => reply.is_abandoned(),
-            ReplyTo::Local(reply) => reply.is_abandoned(),
+            ReplyTo::Local(reply) => reply.is_closed(),
         }
     }
 
@@ -245,7 +244,7 @@ where
     pub fn admit_local(
         &mut self,
         offer: Offer<Q::Key, I>,
-        reply: LocalSender<Outcome<I, O, E>>,
+        reply: answer_cell::Sender<Outcome<I, O, E>, answer_cell::Local>,
         now: Duration,
     ) {
         if self.admit_with(offer, ReplyTo::Local(reply), now) {
@@ -359,7 +358,7 @@ where
         let observer = &mut self.observer;
         self.queue.take_with(now, |items| {
             let mut inputs = spare_inputs.pop().unwrap_or_default();
-            inputs.reserve_exact(items.len());
+            inputs.reserve(items.len());
             let mut replies = spare.pop().unwrap_or_default();
             for (input, reply) in observer.watch(now, items) {
                 if withdraw && reply.is_abandoned() {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use crate::answer_cell::{self, answer_cell};
+use crate::answer_cell::{self, answer_cell, local_answer_cell};
 use crate::batch_fn::BatchFn;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
@@ -29,7 +29,7 @@ use crate::flush_door::{FlushDoor, Flushed};
 use crate::gather::{Outcomes, ToShard};
 use crate::idle::{Alarm, Bell, IdlePolicy};
 use crate::intake::Intake;
-use crate::local::{local_channel, LocalReceiver, LocalShard, Nudge};
+use crate::local::{LocalShard, Nudge};
 use crate::on_glommio::Glommio;
 use crate::on_tokio::Tokio;
 use crate::queue::Queue;
@@ -315,7 +315,7 @@ where
             // Only reachable from inside the shard loop's own call stack.
             return Err((key, input));
         };
-        let (reply, answer) = local_channel();
+        let (reply, answer) = local_answer_cell();
         if self.intake.is_closed() {
             drop(core);
             self.refused_at_intake(Refused::Closed);
@@ -787,15 +787,16 @@ impl<I, O, E> Future for Answer<I, O, E> {
 
 /// The future of an input admitted directly by the shard the caller runs
 /// on. Not `Send`: it stays on that thread.
-pub struct LocalAnswer<I, O, E>(LocalReceiver<Outcome<I, O, E>>);
+pub struct LocalAnswer<I, O, E>(answer_cell::Receiver<Outcome<I, O, E>, answer_cell::Local>);
 
 impl<I, O, E> Future for LocalAnswer<I, O, E> {
     type Output = Outcome<I, O, E>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match Pin::new(&mut self.0).poll(cx) {
-            Poll::Ready(Some(outcome)) => Poll::Ready(outcome),
-            Poll::Ready(None) => Poll::Ready(Err(FerryError::Aborted)),
+            Poll::Ready(Ok(outcome)) => Poll::Ready(outcome),
+            // The shard dropped the reply without answering.
+            Poll::Ready(Err(answer_cell::Unsent)) => Poll::Ready(Err(FerryError::Aborted)),
             Poll::Pending => Poll::Pending,
         }
     }

@@ -797,8 +797,21 @@ where
     }
 
     /// Makes ready every waiting lane whose oldest input is due by `now_ns`,
-    /// in the order those inputs were admitted (G7, G8).
+    /// in the order those inputs were admitted (G7, G8). Inlined up to the
+    /// look at the first deadline: most calls find none due.
+    #[inline]
     fn promote_due(&mut self, now_ns: u64) {
+        if self
+            .deadlines
+            .front()
+            .is_some_and(|deadline| deadline.due_ns <= now_ns)
+        {
+            self.promote_due_from(now_ns);
+        }
+    }
+
+    #[inline(never)]
+    fn promote_due_from(&mut self, now_ns: u64) {
         while let Some(deadline) = self.deadlines.front().copied() {
             if deadline.due_ns > now_ns {
                 break;

@@ -95,7 +95,9 @@ pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O
 /// The pieces a shard is made of, for step-by-step tests, simulations and
 /// micro-benchmarks. The engine reaches a shard only through [`Shard`].
 pub mod parts {
-    pub use crate::answer_cell::{answer_cell, Receiver, Sender, Unsent};
+    pub use crate::answer_cell::{
+        answer_cell, local_answer_cell, Local, Receiver, Sender, Shared, Unsent, Word,
+    };
     pub use crate::core::{
         BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Offer, Reply, ShardCore,
         Submission, Waiter,

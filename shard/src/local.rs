@@ -1,7 +1,8 @@
 //! The thread-per-core fast path (SPEC §4): a task running on a shard that
 //! submits a key owned by that same shard is admitted directly into the
 //! shard's queue — no intake, no channel, no atomic operation — and is
-//! answered through a single-threaded answer cell.
+//! answered through a single-threaded answer cell (`answer_cell.rs`'s
+//! `local_answer_cell`).
 //!
 //! The shard's thread installs a [`LocalShard`] in a thread-local while its
 //! loop runs. A local submit finds it, checks that it belongs to the same
@@ -11,10 +12,8 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
 use crate::clock::Clock;
 
@@ -100,92 +99,5 @@ impl Nudge {
     /// Loop side: whether a nudge came since the last call.
     pub(crate) fn take(&self) -> bool {
         self.pending.replace(false)
-    }
-}
-
-/// Where one local answer waits for its caller: the outcome once sent, the
-/// caller's waker, and whether the sender is gone.
-struct AnswerCell<T> {
-    outcome: RefCell<Option<T>>,
-    waker: RefCell<Option<Waker>>,
-    closed: Cell<bool>,
-}
-
-/// The shard's end of a local answer. Dropping it unanswered resolves the
-/// caller's side with `None` (the shard stopped).
-pub struct LocalSender<T> {
-    cell: Rc<AnswerCell<T>>,
-}
-
-/// The caller's end of a local answer: resolves to `Some(outcome)`, or `None`
-/// if the shard dropped the sender unanswered.
-pub(crate) struct LocalReceiver<T> {
-    cell: Rc<AnswerCell<T>>,
-}
-
-/// A single-threaded one-shot answer cell, as its two ends.
-pub(crate) fn local_channel<T>() -> (LocalSender<T>, LocalReceiver<T>) {
-    let cell = Rc::new(AnswerCell {
-        outcome: RefCell::new(None),
-        waker: RefCell::new(None),
-        closed: Cell::new(false),
-    });
-    (LocalSender { cell: cell.clone() }, LocalReceiver { cell })
-}
-
-impl<T> LocalSender<T> {
-    /// Whether the caller dropped its end (stopped waiting).
-    pub fn is_abandoned(&self) -> bool {
-        Rc::strong_count(&self.cell) == 1
-    }
-
-    /// Delivers the outcome and wakes the caller.
-    pub fn send(self, outcome: T) {
-        *self.cell.outcome.borrow_mut() = Some(outcome);
-        // Drop runs next and wakes the caller.
-    }
-}
-
-impl<T> Drop for LocalSender<T> {
-    fn drop(&mut self) {
-        self.cell.closed.set(true);
-        if let Some(waker) = self.cell.waker.borrow_mut().take() {
-            waker.wake();
-        }
-    }
-}
-
-impl<T> Future for LocalReceiver<T> {
-    type Output = Option<T>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let cell = &self.cell;
-        if let Some(outcome) = cell.outcome.borrow_mut().take() {
-            return Poll::Ready(Some(outcome));
-        }
-        if cell.closed.get() {
-            return Poll::Ready(None);
-        }
-        let mut waker = cell.waker.borrow_mut();
-        if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            *waker = Some(cx.waker().clone());
-        }
-        Poll::Pending
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_local_answer_arrives_once_and_a_dropped_sender_resolves_none() {
-        let (tx, rx) = local_channel::<u32>();
-        tx.send(7);
-        assert_eq!(futures::executor::block_on(rx), Some(7));
-
-        let (tx, rx) = local_channel::<u32>();
-        drop(tx);
-        assert_eq!(futures::executor::block_on(rx), None);
     }
 }

@@ -13,7 +13,14 @@
 //! that two cells never share one (each is written by two cores). A layout
 //! larger than the largest class, or more strictly aligned, goes to the
 //! global allocator. A thread keeps at most `KEEP_BYTES` of spare blocks
-//! per class, and frees the rest, and the spares of a thread that ends.
+//! per class and frees the spares of a thread that ends.
+//!
+//! Blocks also travel: a cell is given back by whichever end lets go last,
+//! now and then the shard's, whose thread takes no blocks of its own. What
+//! a thread cannot keep, or does not keep since it never takes any, goes
+//! to a store every thread shares (`COMMON` blocks per class, one
+//! compare-and-swap to put or take), where a thread that runs out looks
+//! before it allocates; only what the store cannot hold is freed.
 //!
 //! Invariant: a block is handed out only if no one else holds it, and
 //! [`free`] receives only blocks [`alloc`] handed out, with the same layout.
@@ -29,7 +36,7 @@ const ALIGN: usize = 64;
 
 /// Spare bytes a thread keeps per class, at most.
 #[cfg_attr(loom, allow(dead_code))]
-const KEEP_BYTES: usize = 128 * 1024;
+const KEEP_BYTES: usize = 64 * 1024;
 
 /// Spare blocks a thread keeps per class, at most.
 #[cfg_attr(loom, allow(dead_code))]
@@ -39,13 +46,19 @@ const KEEP: [usize; CLASSES.len()] = [
     KEEP_BYTES / CLASSES[2],
 ];
 
-/// A block for `layout`, from this thread's spares when it has one.
+/// Blocks per class the shared store holds, at most.
+#[cfg_attr(loom, allow(dead_code))]
+const COMMON: usize = 4_096;
+
+/// A block for `layout`: this thread's spare, the shared store's, or new.
 #[inline]
 pub(crate) fn alloc(layout: Layout) -> NonNull<u8> {
     let Some(class) = class_of(layout) else {
         return global_alloc(layout);
     };
-    imp::take(class).unwrap_or_else(|| global_alloc(class_layout(class)))
+    imp::take(class)
+        .or_else(|| imp::take_common(class))
+        .unwrap_or_else(|| global_alloc(class_layout(class)))
 }
 
 /// Gives back a block [`alloc`] handed out for `layout`: kept as this
@@ -63,11 +76,12 @@ pub(crate) unsafe fn free(block: NonNull<u8>, layout: Layout) {
         unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
         return;
     };
-    if let Err(block) = imp::keep(class, block) {
-        // SAFETY: `alloc` took every block of this class from the global
-        // allocator with the class's layout.
-        unsafe { std::alloc::dealloc(block.as_ptr(), class_layout(class)) };
-    }
+    let Err(block) = imp::keep(class, block).or_else(|block| imp::keep_common(class, block)) else {
+        return;
+    };
+    // SAFETY: `alloc` took every block of this class from the global
+    // allocator with the class's layout.
+    unsafe { std::alloc::dealloc(block.as_ptr(), class_layout(class)) };
 }
 
 /// The smallest class that holds `layout`, if any does.
@@ -94,8 +108,39 @@ fn global_alloc(layout: Layout) -> NonNull<u8> {
 mod imp {
     use std::cell::Cell;
     use std::ptr::NonNull;
+    use std::sync::OnceLock;
 
-    use super::{class_layout, CLASSES, KEEP};
+    use crossbeam_queue::ArrayQueue;
+
+    use super::{class_layout, CLASSES, COMMON, KEEP};
+
+    /// A spare block in the shared store.
+    struct Common(NonNull<u8>);
+
+    // SAFETY: a block in the store is used by no one; whoever takes it out
+    // owns it, on whatever thread.
+    #[allow(unsafe_code)]
+    unsafe impl Send for Common {}
+
+    /// The store every thread shares, by class. Its blocks live as long
+    /// as the process.
+    fn common(class: usize) -> &'static ArrayQueue<Common> {
+        static STORE: OnceLock<[ArrayQueue<Common>; CLASSES.len()]> = OnceLock::new();
+        &STORE.get_or_init(|| std::array::from_fn(|_| ArrayQueue::new(COMMON)))[class]
+    }
+
+    /// A block of `class` from the shared store, if it has one.
+    pub(super) fn take_common(class: usize) -> Option<NonNull<u8>> {
+        common(class).pop().map(|Common(block)| block)
+    }
+
+    /// Puts `block` in the shared store, or hands it back if the store is
+    /// full.
+    pub(super) fn keep_common(class: usize, block: NonNull<u8>) -> Result<(), NonNull<u8>> {
+        common(class)
+            .push(Common(block))
+            .map_err(|Common(block)| block)
+    }
 
     thread_local! {
         static SPARES: Spares = const { Spares::new() };
@@ -111,6 +156,10 @@ mod imp {
     struct Class {
         first: Cell<Option<NonNull<u8>>>,
         len: Cell<usize>,
+        /// This thread asked for a block of the class: it keeps spares. A
+        /// thread that only gives blocks back (a shard's, answering other
+        /// threads' callers) passes them all to the shared store.
+        takes: Cell<bool>,
     }
 
     impl Class {
@@ -118,6 +167,7 @@ mod imp {
             Self {
                 first: Cell::new(None),
                 len: Cell::new(0),
+                takes: Cell::new(false),
             }
         }
     }
@@ -161,7 +211,11 @@ mod imp {
     pub(super) fn take(class: usize) -> Option<NonNull<u8>> {
         // A thread that is ending (its spares already dropped) has none.
         SPARES
-            .try_with(|spares| take_from(&spares.classes[class]))
+            .try_with(|spares| {
+                let spares = &spares.classes[class];
+                spares.takes.set(true);
+                take_from(spares)
+            })
             .ok()
             .flatten()
     }
@@ -173,7 +227,7 @@ mod imp {
         SPARES
             .try_with(|spares| {
                 let spares = &spares.classes[class];
-                if spares.len.get() >= KEEP[class] {
+                if !spares.takes.get() || spares.len.get() >= KEEP[class] {
                     return Err(block);
                 }
                 // SAFETY: the block is unused and at least a pointer large
@@ -204,6 +258,14 @@ mod imp {
     }
 
     pub(super) fn keep(_class: usize, block: NonNull<u8>) -> Result<(), NonNull<u8>> {
+        Err(block)
+    }
+
+    pub(super) fn take_common(_class: usize) -> Option<NonNull<u8>> {
+        None
+    }
+
+    pub(super) fn keep_common(_class: usize, block: NonNull<u8>) -> Result<(), NonNull<u8>> {
         Err(block)
     }
 }
@@ -247,9 +309,10 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_keeps_no_more_than_its_bound_and_frees_the_rest() {
+    fn a_thread_keeps_no_more_than_its_bound() {
         std::thread::spawn(|| {
             let layout = Layout::from_size_align(200, 8).unwrap();
+            // A thread keeps spares once it takes blocks itself.
             let keep = KEEP[2];
             let blocks: Vec<_> = (0..keep + 10).map(|_| alloc(layout)).collect();
             for &block in &blocks {
@@ -260,6 +323,69 @@ mod tests {
                 };
             }
             assert_eq!(spares_of(2), keep);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn blocks_a_thread_cannot_keep_reach_another_through_the_shared_store() {
+        let layout = Layout::from_size_align(100, 8).unwrap();
+        let (keep, class) = (KEEP[1], 1);
+        // A thread given back more blocks than it keeps puts the rest in
+        // the store...
+        let blocks: Vec<usize> = (0..keep + 5)
+            .map(|_| alloc(layout).as_ptr() as usize)
+            .collect();
+        std::thread::spawn(move || {
+            let own = alloc(layout);
+            for &block in &blocks {
+                let block = NonNull::new(block as *mut u8).unwrap();
+                // SAFETY: from `alloc` with this layout, unused.
+                #[allow(unsafe_code)]
+                unsafe {
+                    free(block, layout)
+                };
+            }
+            assert_eq!(spares_of(class), keep);
+            // SAFETY: from `alloc` with this layout, unused.
+            #[allow(unsafe_code)]
+            unsafe {
+                free(own, layout)
+            };
+        })
+        .join()
+        .unwrap();
+        // ...where a thread with no spares finds them.
+        std::thread::spawn(move || {
+            assert_eq!(spares_of(class), 0);
+            let found = imp::take_common(class);
+            assert!(
+                found.is_some(),
+                "the store holds what the other could not keep"
+            );
+            // SAFETY: taken from the store, unused.
+            #[allow(unsafe_code)]
+            unsafe {
+                free(found.unwrap(), layout)
+            };
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_that_never_takes_keeps_nothing() {
+        let layout = Layout::from_size_align(100, 8).unwrap();
+        let block = alloc(layout).as_ptr() as usize;
+        std::thread::spawn(move || {
+            let block = NonNull::new(block as *mut u8).unwrap();
+            // SAFETY: from `alloc` with this layout, unused.
+            #[allow(unsafe_code)]
+            unsafe {
+                free(block, layout)
+            };
+            assert_eq!(spares_of(1), 0, "passed on to the store");
         })
         .join()
         .unwrap();
