@@ -224,6 +224,12 @@ pub struct Receiver<T, W: Word = Shared> {
 unsafe impl<T: Send> Send for Sender<T, Shared> {}
 // SAFETY: as for the sender.
 unsafe impl<T: Send> Send for Receiver<T, Shared> {}
+// SAFETY: through a shared reference an end only reads its own fields or
+// loads the atomic word (`is_closed`, `Debug`); everything that touches the
+// outcome or the waker takes the end by value or by `&mut`.
+unsafe impl<T: Send> Sync for Sender<T, Shared> {}
+// SAFETY: as for the sender.
+unsafe impl<T: Send> Sync for Receiver<T, Shared> {}
 
 impl<T, W: Word> Sender<T, W> {
     fn cell(&self) -> &Cell<T, W> {
@@ -435,6 +441,13 @@ mod tests {
         fn drop(&mut self) {
             self.0.fetch_add(1, SeqCst);
         }
+    }
+
+    #[test]
+    fn the_ends_of_a_shared_cell_go_to_other_threads_and_can_be_shared() {
+        fn send_and_sync<T: Send + Sync>() {}
+        send_and_sync::<Sender<String>>();
+        send_and_sync::<Receiver<String>>();
     }
 
     #[test]

@@ -66,7 +66,7 @@ impl<I, O, E> Reply<I, O, E> {
     }
 
     /// Delivers `outcome`. A caller that stopped waiting has nothing to be
-    /// told, so a closed channel is not an error.
+    /// told, so a closed cell is not an error.
     pub fn send(self, outcome: Outcome<I, O, E>) {
         match self.to {
             ReplyTo::Remote(reply) => reply.send(outcome),
@@ -168,7 +168,7 @@ pub struct ShardCore<Q, I, O, E> {
     in_flight: usize,
     stats: ShardStats,
     /// Emptied reply vectors of answered batches, reused by the next
-    /// dispatches so that a batch allocates only its inputs' vector.
+    /// dispatches so that a batch allocates no replies vector.
     spare_replies: Vec<Vec<Reply<I, O, E>>>,
     /// Emptied output vectors of answered batches, turned into inputs
     /// vectors for the next dispatches (see `spare_inputs_of`).
