@@ -450,9 +450,11 @@ mod tests {
         send_and_sync::<Receiver<String>>();
     }
 
-    #[test]
-    fn a_waiting_receiver_is_woken_once_and_gets_the_outcome() {
-        let (sender, mut receiver) = answer_cell::<u64>();
+    /// A new cell of either kind.
+    type New<T, W> = fn() -> (Sender<T, W>, Receiver<T, W>);
+
+    fn woken_once_with_the_outcome<W: Word>(new: New<u64, W>) {
+        let (sender, mut receiver) = new();
         let (wakes, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         assert!(Pin::new(&mut receiver).poll(&mut cx).is_pending());
@@ -460,6 +462,12 @@ mod tests {
         sender.send(5);
         assert_eq!(wakes.0.load(SeqCst), 1);
         assert_eq!(Pin::new(&mut receiver).poll(&mut cx), Poll::Ready(Ok(5)));
+    }
+
+    #[test]
+    fn a_waiting_receiver_is_woken_once_and_gets_the_outcome() {
+        woken_once_with_the_outcome(answer_cell);
+        woken_once_with_the_outcome(local_answer_cell);
     }
 
     #[test]
@@ -480,33 +488,41 @@ mod tests {
         assert_eq!(Arc::strong_count(&new), 2);
     }
 
-    #[test]
-    fn a_sender_dropped_unsent_answers_unsent_and_wakes() {
-        let (sender, mut receiver) = answer_cell::<u64>();
+    fn unsent_with_a_wake<W: Word>(new: New<u64, W>) {
+        let (sender, mut receiver) = new();
         let (wakes, waker) = waker();
         let mut cx = Context::from_waker(&waker);
         assert!(Pin::new(&mut receiver).poll(&mut cx).is_pending());
         drop(sender);
         assert_eq!(wakes.0.load(SeqCst), 1);
-        assert_eq!(
-            Pin::new(&mut receiver).poll(&mut cx),
-            Poll::Ready(Err(Unsent))
-        );
+        let answered = Pin::new(&mut receiver).poll(&mut cx);
+        assert_eq!(answered, Poll::Ready(Err(Unsent)));
     }
 
     #[test]
-    fn an_outcome_nobody_takes_is_dropped_once_whichever_end_goes_last() {
+    fn a_sender_dropped_unsent_answers_unsent_and_wakes() {
+        unsent_with_a_wake(answer_cell);
+        unsent_with_a_wake(local_answer_cell);
+    }
+
+    fn dropped_once_whoever_goes_last<W: Word>(new: New<Dropped, W>) {
         let drops = Arc::new(Count::new(0));
-        let (sender, receiver) = answer_cell::<Dropped>();
+        let (sender, receiver) = new();
         sender.send(Dropped(Arc::clone(&drops)));
         drop(receiver);
         assert_eq!(drops.load(SeqCst), 1);
 
-        let (sender, receiver) = answer_cell::<Dropped>();
+        let (sender, receiver) = new();
         drop(receiver);
         assert!(sender.is_closed());
         sender.send(Dropped(Arc::clone(&drops)));
         assert_eq!(drops.load(SeqCst), 2);
+    }
+
+    #[test]
+    fn an_outcome_nobody_takes_is_dropped_once_whichever_end_goes_last() {
+        dropped_once_whoever_goes_last(answer_cell);
+        dropped_once_whoever_goes_last(local_answer_cell);
     }
 
     #[test]
@@ -528,29 +544,6 @@ mod tests {
         assert!(sender.is_closed());
         sender.send(3);
         assert_eq!(futures::executor::block_on(receiver), Ok(3));
-    }
-
-    #[test]
-    fn a_local_cell_answers_and_tells_a_dropped_sender_as_the_shared_one_does() {
-        let (sender, mut receiver) = local_answer_cell::<u64>();
-        let (wakes, waker) = waker();
-        let mut cx = Context::from_waker(&waker);
-        assert!(Pin::new(&mut receiver).poll(&mut cx).is_pending());
-        assert!(!sender.is_closed());
-        sender.send(9);
-        assert_eq!(wakes.0.load(SeqCst), 1);
-        assert_eq!(Pin::new(&mut receiver).poll(&mut cx), Poll::Ready(Ok(9)));
-
-        let (sender, receiver) = local_answer_cell::<u64>();
-        drop(sender);
-        assert_eq!(futures::executor::block_on(receiver), Err(Unsent));
-
-        let drops = Arc::new(Count::new(0));
-        let (sender, receiver) = local_answer_cell::<Dropped>();
-        drop(receiver);
-        assert!(sender.is_closed());
-        sender.send(Dropped(Arc::clone(&drops)));
-        assert_eq!(drops.load(SeqCst), 1);
     }
 
     #[test]
