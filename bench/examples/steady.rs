@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p ferry-bench --example steady
-//! target/release/examples/steady <submit|local|batcher|many> <inputs> <keys> [auto|glommio|tokio]
+//! target/release/examples/steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio]
 //! ```
 //!
 //! Two shards, unpinned, no spin and no doze (see `steady`), an instant
@@ -25,6 +25,11 @@
 //! - `many`: as `submit`, the inputs handed over in `Engine::submit_many`
 //!   calls of `PER_CALL`, each caller keeping as many in flight (two
 //!   calls) and reading its calls' streams in turn.
+//! - `harness`: no engine at all: the `submit` mode's two caller threads
+//!   and their `FuturesUnordered`, each input a stand-in future that is
+//!   pending on its first poll (waking itself) and ready on its second, as
+//!   an answered submit is. What the workload itself costs an input, to
+//!   read the other figures against.
 //!
 //! Everything but the inputs is the same with zero inputs (the threads,
 //! the engine's start and close, the per-shard key lists), so a run with
@@ -47,7 +52,7 @@ const IN_FLIGHT_PER_CALLER: usize = 1_000;
 const PER_CALL: usize = 500;
 
 const USAGE: &str =
-    "usage: steady <submit|local|batcher|many> <inputs> <keys> [auto|glommio|tokio]";
+    "usage: steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -55,6 +60,7 @@ enum Mode {
     Local,
     Batcher,
     Many,
+    Harness,
 }
 
 struct Workload {
@@ -77,6 +83,7 @@ fn main() -> ExitCode {
         Mode::Local => run_local(&workload),
         Mode::Batcher => run_batcher(&workload),
         Mode::Many => run_many(&workload),
+        Mode::Harness => run_harness(&workload),
     };
     println!(
         "steady: {:?} mode, {} keys, {runtime:?} shards: {done} inputs done in {batches} batches",
@@ -99,6 +106,7 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
         "local" => Mode::Local,
         "batcher" => Mode::Batcher,
         "many" => Mode::Many,
+        "harness" => Mode::Harness,
         other => return Err(format!("unknown mode `{other}`")),
     };
     let inputs = inputs
@@ -285,6 +293,39 @@ fn run_batcher(workload: &Workload) -> (usize, u64, Runtime) {
     batcher.close();
     batcher.join();
     (done, batcher.stats().total().batches, batcher.runtime())
+}
+
+/// The `submit` mode's callers with no engine: each input a `StandIn`.
+/// Returns (done, batches (none), the runtime asked for).
+fn run_harness(workload: &Workload) -> (usize, u64, Runtime) {
+    let done = on_caller_threads(workload.inputs, |i| StandIn {
+        polled: false,
+        output: i as u64,
+    });
+    (done, 0, workload.runtime)
+}
+
+/// Pending on its first poll, waking its task at once, and ready with its
+/// output on the second: what an answered submit looks like to its caller.
+struct StandIn {
+    polled: bool,
+    output: u64,
+}
+
+impl Future for StandIn {
+    type Output = Result<u64, FerryError<u64, ()>>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        if self.polled {
+            return std::task::Poll::Ready(Ok(self.output));
+        }
+        self.polled = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
 }
 
 /// Caller `index`'s share of `inputs` split `SHARDS` ways, the first
