@@ -48,7 +48,17 @@ use crate::pool;
 use crate::sync::{AtomicUsize, UnsafeCell};
 
 /// The word that carries a cell's state: [`Shared`] between threads,
-/// [`Local`] on one.
+/// [`Local`] on one. Sealed: a cell's protocol is written for these two.
+///
+/// ```
+/// use ferry_shard::parts::{Local, Receiver, Sender, Shared};
+///
+/// // A shared cell's ends are `Send`; a local one's stay on their thread.
+/// fn goes_to_other_threads<T: Send>() {}
+/// goes_to_other_threads::<(Sender<u8, Shared>, Receiver<u8, Shared>)>();
+/// let (_sender, _receiver): (Sender<u8, Local>, Receiver<u8, Local>) =
+///     ferry_shard::parts::local_answer_cell();
+/// ```
 pub trait Word: sealed::Sealed {
     #[doc(hidden)]
     fn new() -> Self;
@@ -68,7 +78,14 @@ mod sealed {
 
 /// An atomic state word: the two ends may be on different threads. Reads
 /// acquire and writes release, so each end sees what the other wrote
-/// before the bits it reads.
+/// before the bits it reads. The default word of [`Sender`] and
+/// [`Receiver`].
+///
+/// ```
+/// use ferry_shard::parts::{answer_cell, Receiver, Sender, Shared};
+///
+/// let (_sender, _receiver): (Sender<u8, Shared>, Receiver<u8, Shared>) = answer_cell();
+/// ```
 #[derive(Debug)]
 pub struct Shared(AtomicUsize);
 
@@ -95,6 +112,15 @@ impl Word for Shared {
 }
 
 /// A plain state word: both ends stay on one thread (neither is `Send`).
+///
+/// ```
+/// use ferry_shard::parts::{local_answer_cell, Local, Sender};
+///
+/// let (sender, receiver) = local_answer_cell::<&str>();
+/// let _: &Sender<&str, Local> = &sender;
+/// sender.send("on this thread");
+/// assert_eq!(futures::executor::block_on(receiver), Ok("on this thread"));
+/// ```
 #[derive(Debug)]
 pub struct Local(std::cell::Cell<usize>);
 
@@ -144,6 +170,14 @@ struct Cell<T, W> {
 }
 
 /// The receiver's answer when the sender was dropped without sending.
+///
+/// ```
+/// use ferry_shard::parts::{answer_cell, Unsent};
+///
+/// let (sender, receiver) = answer_cell::<u32>();
+/// drop(sender);
+/// assert_eq!(futures::executor::block_on(receiver), Err(Unsent));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unsent;
 
@@ -204,12 +238,33 @@ fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
 
 /// The shard's end: answers once, or, dropped unsent, tells the receiver
 /// that no answer will come.
+///
+/// ```
+/// use ferry_shard::parts::answer_cell;
+///
+/// let (sender, mut receiver) = answer_cell::<u32>();
+/// assert!(!sender.is_closed());
+/// receiver.close();
+/// assert!(sender.is_closed(), "the caller stopped waiting");
+/// sender.send(1); // still delivered, to a caller that may look
+/// assert_eq!(futures::executor::block_on(receiver), Ok(1));
+/// ```
 pub struct Sender<T, W: Word = Shared> {
     cell: NonNull<Cell<T, W>>,
     _value: PhantomData<T>,
 }
 
-/// The caller's end: a future of the outcome, or [`Unsent`].
+/// The caller's end: a future of the outcome, or [`Unsent`]. Polling it
+/// again once it answered panics.
+///
+/// ```
+/// use ferry_shard::parts::answer_cell;
+///
+/// let (sender, receiver) = answer_cell::<String>();
+/// let shard = std::thread::spawn(move || sender.send("answered".to_string()));
+/// assert_eq!(futures::executor::block_on(receiver).as_deref(), Ok("answered"));
+/// shard.join().unwrap();
+/// ```
 pub struct Receiver<T, W: Word = Shared> {
     cell: NonNull<Cell<T, W>>,
     /// This end took the outcome (polling again is a mistake).
