@@ -85,8 +85,12 @@ fn main() -> ExitCode {
         Mode::Many => run_many(&workload),
         Mode::Harness => run_harness(&workload),
     };
+    let shards = match workload.mode {
+        Mode::Harness => "no shards".to_string(),
+        _ => format!("{runtime:?} shards"),
+    };
     println!(
-        "steady: {:?} mode, {} keys, {runtime:?} shards: {done} inputs done in {batches} batches",
+        "steady: {:?} mode, {} keys, {shards}: {done} inputs done in {batches} batches",
         workload.mode, workload.keys
     );
     if done == workload.inputs {
@@ -296,7 +300,7 @@ fn run_batcher(workload: &Workload) -> (usize, u64, Runtime) {
 }
 
 /// The `submit` mode's callers with no engine: each input a `StandIn`.
-/// Returns (done, batches (none), the runtime asked for).
+/// Returns (done, batches: none, the runtime asked for, unused).
 fn run_harness(workload: &Workload) -> (usize, u64, Runtime) {
     let done = on_caller_threads(workload.inputs, |i| StandIn {
         polled: false,
