@@ -34,7 +34,7 @@ pub type Outcome<I, O, E> = Result<O, FerryError<I, E>>;
 
 /// Where an input's outcome goes — to a caller on another thread through
 /// its own answer cell or its call's shared cell (`submit_many`), or to a task
-/// on the shard's own thread through a local slot (the fast path, no
+/// on the shard's own thread through a local answer cell (the fast path, no
 /// atomics) — and the flush generation it was admitted in.
 pub struct Reply<I, O, E> {
     to: ReplyTo<I, O, E>,
@@ -240,7 +240,8 @@ where
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread
-    /// (the fast path): the same admission, answered through a local slot.
+    /// (the fast path): the same admission, answered through a local
+    /// answer cell.
     pub fn admit_local(
         &mut self,
         offer: Offer<Q::Key, I>,
