@@ -483,32 +483,50 @@ where
         let expected = replies.len();
         self.stats.answered += expected as u64;
         observe::count_outcome(&mut self.stats, &outcome, expected);
-        self.woke_local |= replies.iter().any(Reply::is_local);
-        for reply in &replies {
-            self.resolved(reply.generation);
-        }
         match outcome {
             BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
                 for (reply, output) in replies.drain(..).zip(outputs.drain(..)) {
+                    self.resolve(&reply);
                     reply.send(Ok(output));
                 }
                 self.keep_spare_inputs(outputs);
             }
             BatchOutcome::Returned(Ok(outputs)) => {
                 let got = outputs.len();
-                answer_all(&mut replies, || FerryError::WrongOutputCount {
+                self.answer_all(&mut replies, || FerryError::WrongOutputCount {
                     expected,
                     got,
                 });
             }
             BatchOutcome::Returned(Err(err)) => {
-                answer_all(&mut replies, || FerryError::Failed(err.clone()));
+                self.answer_all(&mut replies, || FerryError::Failed(err.clone()));
             }
-            BatchOutcome::Panicked => answer_all(&mut replies, || FerryError::Panicked),
+            BatchOutcome::Panicked => self.answer_all(&mut replies, || FerryError::Panicked),
         }
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
         if self.spare_replies.len() < SPARE_REPLIES_MAX {
             self.spare_replies.push(replies);
+        }
+    }
+
+    /// `reply` is being answered: its flush generation is resolved (the
+    /// flushes it completes are told later in the round, see
+    /// `take_flushed`), and a task of this thread waking up is noted.
+    #[inline]
+    fn resolve(&mut self, reply: &Reply<I, O, E>) {
+        self.woke_local |= reply.is_local();
+        self.resolved(reply.generation);
+    }
+
+    /// Answers every caller in `replies` with an error made by `error`.
+    fn answer_all(
+        &mut self,
+        replies: &mut Vec<Reply<I, O, E>>,
+        mut error: impl FnMut() -> FerryError<I, E>,
+    ) {
+        for reply in replies.drain(..) {
+            self.resolve(&reply);
+            reply.send(Err(error()));
         }
     }
 
@@ -617,15 +635,6 @@ where
 fn spare_inputs_of<O, I>(outputs: Vec<O>) -> Vec<I> {
     debug_assert!(outputs.is_empty());
     outputs.into_iter().filter_map(|_| None).collect()
-}
-
-fn answer_all<I, O, E>(
-    replies: &mut Vec<Reply<I, O, E>>,
-    mut error: impl FnMut() -> FerryError<I, E>,
-) {
-    for reply in replies.drain(..) {
-        reply.send(Err(error()));
-    }
 }
 
 #[cfg(test)]

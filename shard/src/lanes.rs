@@ -58,6 +58,7 @@ use std::collections::VecDeque;
 use std::hash::Hash;
 use std::time::Duration;
 
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
 use crate::clock::nanos;
@@ -110,7 +111,9 @@ pub struct Batch<K, T> {
 /// admission) order.
 #[derive(Debug)]
 pub struct BatchItems<'a, T> {
-    drain: std::collections::vec_deque::Drain<'a, Waiting<T>>,
+    /// The lane's inputs; the batch is their first `left`.
+    inputs: &'a mut VecDeque<Waiting<T>>,
+    left: usize,
     weight: u64,
     /// Arrival of the item `next` returned last (see `Taken`).
     arrival_ns: u64,
@@ -128,17 +131,31 @@ impl<T> Iterator for BatchItems<'_, T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
-        let waiting = self.drain.next()?;
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let waiting = self.inputs.pop_front()?;
         self.arrival_ns = waiting.arrival_ns;
         Some(waiting.item)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.drain.size_hint()
+        (self.left, Some(self.left))
     }
 }
 
 impl<T> ExactSizeIterator for BatchItems<'_, T> {}
+
+/// Items the consumer did not take leave the lane all the same: they were
+/// counted out of it when the batch was taken.
+impl<T> Drop for BatchItems<'_, T> {
+    fn drop(&mut self) {
+        if self.left > 0 {
+            self.inputs.drain(..self.left);
+        }
+    }
+}
 
 impl<T> Taken for BatchItems<'_, T> {
     fn weight(&self) -> u64 {
@@ -211,6 +228,27 @@ impl<K, T> Lane<K, T> {
 
     fn is_full(&self, config: &LanesConfig) -> bool {
         self.inputs.len() >= config.max_batch_size || self.waiting_weight >= config.max_batch_weight
+    }
+
+    /// How many inputs from the front make the next batch, and their
+    /// weight: up to `max_batch_size`, and within `max_batch_weight` unless
+    /// the first alone weighs more (it then goes alone).
+    #[inline]
+    fn batch_extent(&self, config: &LanesConfig) -> (usize, u64) {
+        let most = config.max_batch_size.min(self.inputs.len());
+        let Some(first) = self.inputs.front() else {
+            return (0, 0);
+        };
+        let (mut count, mut weight) = (1, first.weight);
+        while count < most {
+            let next = self.inputs[count].weight;
+            if weight + next > config.max_batch_weight {
+                break;
+            }
+            count += 1;
+            weight += next;
+        }
+        (count, weight)
     }
 
     fn recompute_oldest(&mut self) {
@@ -539,32 +577,37 @@ where
     }
 
     /// The place of `key`'s lane, created (waiting, empty) if it has none.
+    /// One probe of the index either way.
     fn lane_for(&mut self, hash: u64, key: K) -> u32 {
-        let places = &self.places;
-        if let Some(&place) = self.index.find(hash, |&p| {
-            let lane = &places[p as usize];
-            lane.hash == hash && lane.key.as_ref() == Some(&key)
-        }) {
-            return place;
-        }
+        let places = &mut self.places;
+        let entry = self.index.entry(
+            hash,
+            |&p| {
+                let lane = &places[p as usize];
+                lane.hash == hash && lane.key.as_ref() == Some(&key)
+            },
+            |&p| places[p as usize].hash,
+        );
+        let vacant = match entry {
+            Entry::Occupied(found) => return *found.get(),
+            Entry::Vacant(vacant) => vacant,
+        };
         let place = match self.places_free.pop() {
             Some(place) => place,
             None => {
-                let place = u32::try_from(self.places.len()).expect("more than 2^32 lanes");
-                self.places.push(Lane::free());
+                let place = u32::try_from(places.len()).expect("more than 2^32 lanes");
+                places.push(Lane::free());
                 place
             }
         };
-        let lane = &mut self.places[place as usize];
+        let lane = &mut places[place as usize];
         debug_assert!(lane.key.is_none() && lane.inputs.is_empty());
         lane.key = Some(key);
         lane.hash = hash;
         lane.state = LaneState::Waiting;
         lane.arrival_sorted = true;
         lane.waiting_weight = 0;
-        let places = &self.places;
-        self.index
-            .insert_unique(hash, place, |&p| places[p as usize].hash);
+        vacant.insert(place);
         self.lanes_live += 1;
         place
     }
@@ -621,18 +664,10 @@ where
         let place = self.next_ready()?;
         let lane = &mut self.places[place as usize];
 
-        let mut count = 0;
-        let mut weight = 0_u64;
-        for w in lane.inputs.iter() {
-            let fits_weight = count == 0 || weight + w.weight <= self.config.max_batch_weight;
-            if count == self.config.max_batch_size || !fits_weight {
-                break;
-            }
-            count += 1;
-            weight += w.weight;
-        }
+        let (count, weight) = lane.batch_extent(&self.config);
         let consumed = consume(BatchItems {
-            drain: lane.inputs.drain(..count),
+            inputs: &mut lane.inputs,
+            left: count,
             weight,
             arrival_ns: 0,
             hash: lane.hash,

@@ -384,6 +384,52 @@ impl Model {
     }
 }
 
+/// A batch taken by a partly consumed `take_with`: its lane and key, and
+/// every id it held, seen or dropped unseen.
+struct Part {
+    lane: LaneId,
+    key: u32,
+    ids: Vec<u64>,
+}
+
+/// `take_with`, its consumer taking the first `keep` items and dropping
+/// the rest: the length and weight lent, the items seen and what is left
+/// of the iterator must be the model's batch.
+fn take_part(
+    lanes: &mut Lanes<u32, u64>,
+    model: &mut Model,
+    keep: usize,
+    step: usize,
+) -> Result<Option<Part>, TestCaseError> {
+    let got = lanes.take_with(at(model.now), |mut items| {
+        let (len, weight) = (items.len(), items.weight());
+        let kept: Vec<u64> = items.by_ref().take(keep).collect();
+        (len, weight, kept, items.len())
+    });
+    match (got, model.take()) {
+        (None, None) => Ok(None),
+        (Some((lane, key, (len, weight, kept, unseen))), Some(want)) => {
+            prop_assert_eq!(key, want.key, "step {}: take_with key", step);
+            prop_assert_eq!(len, want.ids.len(), "step {}: take_with len", step);
+            prop_assert_eq!(weight, want.weight, "step {}: take_with weight", step);
+            let kept_want = &want.ids[..keep.min(len)];
+            prop_assert_eq!(&kept[..], kept_want, "step {}: take_with items", step);
+            prop_assert_eq!(unseen, len - kept.len(), "step {}: exact size", step);
+            Ok(Some(Part {
+                lane,
+                key,
+                ids: want.ids,
+            }))
+        }
+        (got, want) => {
+            let got = got.map(|(_, key, (len, ..))| (key, len));
+            Err(TestCaseError::fail(format!(
+                "step {step}: take_with gave (key, len) {got:?}, the model {want:?}"
+            )))
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The operations and the harness.
 // ---------------------------------------------------------------------------
@@ -397,6 +443,8 @@ enum Op {
     },
     Advance(u64),
     Take,
+    /// `take_with`, taking at most this many items and dropping the rest.
+    TakePart(usize),
     /// Completes the busy lane at this index (modulo their number), if any.
     Complete(usize),
     Close,
@@ -463,6 +511,7 @@ fn op(keys: u32, ranks: i64) -> impl Strategy<Value = Op> {
             .prop_map(|(key, rank, weight)| Op::Admit { key, rank, weight }),
         100 => (0..=3_u64).prop_map(Op::Advance),
         120 => Just(Op::Take),
+        40 => (0..3_usize).prop_map(Op::TakePart),
         100 => (0..4_usize).prop_map(Op::Complete),
         20 => Just(Op::NextDeadline),
         40 => Just(Op::Expire),
@@ -713,6 +762,17 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
                             want
                         );
                     }
+                }
+            }
+            Op::TakePart(keep) => {
+                if let Some(part) = take_part(&mut lanes, &mut model, keep, step)? {
+                    prop_assert!(
+                        lane_ids.iter().all(|&(_, id)| id != part.lane),
+                        "step {}: a lane id handed out twice",
+                        step
+                    );
+                    lane_ids.push((part.key, part.lane));
+                    left.extend(part.ids);
                 }
             }
             Op::Complete(index) => {
