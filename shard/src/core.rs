@@ -329,7 +329,7 @@ where
     /// With `withdraw_on_drop`, an input whose caller is gone when its
     /// batch is taken is withdrawn in the same step, never sent; a batch
     /// left with no input is released at once and the next one looked at.
-    #[inline]
+    #[inline(always)]
     pub fn dispatch(&mut self, now: Duration) -> Option<DispatchOf<Q, I, O, E>> {
         if self.in_flight >= self.max_in_flight {
             return None;
@@ -485,9 +485,19 @@ where
         observe::count_outcome(&mut self.stats, &outcome, expected);
         match outcome {
             BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
-                for (reply, output) in replies.drain(..).zip(outputs.drain(..)) {
+                if let ([_], [_]) = (replies.as_slice(), outputs.as_slice()) {
+                    // A batch of one (every batch when keys outnumber the
+                    // inputs in flight): no drains to set up and close.
+                    let (Some(reply), Some(output)) = (replies.pop(), outputs.pop()) else {
+                        unreachable!("one reply and one output")
+                    };
                     self.resolve(&reply);
                     reply.send(Ok(output));
+                } else {
+                    for (reply, output) in replies.drain(..).zip(outputs.drain(..)) {
+                        self.resolve(&reply);
+                        reply.send(Ok(output));
+                    }
                 }
                 self.keep_spare_inputs(outputs);
             }

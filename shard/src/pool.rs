@@ -84,7 +84,9 @@ pub(crate) unsafe fn free(block: NonNull<u8>, layout: Layout) {
     unsafe { std::alloc::dealloc(block.as_ptr(), class_layout(class)) };
 }
 
-/// The smallest class that holds `layout`, if any does.
+/// The smallest class that holds `layout`, if any does. Inlined, so that
+/// for a layout known when compiling (a cell's) the class is too.
+#[inline(always)]
 fn class_of(layout: Layout) -> Option<usize> {
     if layout.align() > ALIGN {
         return None;
