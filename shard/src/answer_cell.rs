@@ -406,6 +406,7 @@ impl<T, W: Word> Receiver<T, W> {
 impl<T, W: Word> Future for Receiver<T, W> {
     type Output = Result<T, Unsent>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         assert!(!self.taken, "an answer cell polled after it answered");
         let state = self.cell().state.load();

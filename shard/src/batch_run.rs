@@ -55,21 +55,64 @@ pub(crate) struct Finished<T, I, O, E, F> {
 // Nothing is pinned structurally: the future is behind its own box.
 impl<T, I, O, E, F> Unpin for BatchRun<T, I, O, E, F> {}
 
-impl<T, I, O, E, F> BatchRun<T, I, O, E, F>
+/// What the first poll of a batch's future gave.
+pub(crate) enum FirstPoll<O, E, F> {
+    /// It finished: its outcome, and its cell, emptied for the next batch.
+    Finished(BatchOutcome<O, E>, Cell<F>),
+    /// It waits: its cell, with the future inside, to run on as a
+    /// [`BatchRun`].
+    Pending(Cell<F>),
+}
+
+/// Puts `future` in `cell` (emptied before) and polls it once. A batch
+/// that finishes here never becomes a [`BatchRun`]: against a fast store,
+/// most batches.
+pub(crate) fn first_poll<O, E, F>(
+    mut cell: Cell<F>,
+    future: F,
+    cx: &mut Context<'_>,
+) -> FirstPoll<O, E, F>
 where
     F: Future<Output = Result<Vec<O>, E>>,
 {
-    /// `future` in `cell` (emptied before), for the batch of `ticket`,
-    /// inside the span `scope`.
+    debug_assert!(cell.is_none(), "a cell is emptied before reuse");
+    cell.set(Some(AssertUnwindSafe(future).catch_unwind()));
+    match poll_in(&mut cell, cx) {
+        Poll::Ready(outcome) => FirstPoll::Finished(outcome, cell),
+        Poll::Pending => FirstPoll::Pending(cell),
+    }
+}
+
+/// Polls the future in `cell`; once it finishes, drops it in place (the
+/// box stays, for reuse) and gives its outcome.
+fn poll_in<O, E, F>(cell: &mut Cell<F>, cx: &mut Context<'_>) -> Poll<BatchOutcome<O, E>>
+where
+    F: Future<Output = Result<Vec<O>, E>>,
+{
+    let running = cell
+        .as_mut()
+        .as_pin_mut()
+        .expect("a running batch's cell is full");
+    let Poll::Ready(result) = running.poll(cx) else {
+        return Poll::Pending;
+    };
+    cell.set(None);
+    Poll::Ready(match result {
+        Ok(returned) => BatchOutcome::Returned(returned),
+        Err(_) => BatchOutcome::Panicked,
+    })
+}
+
+impl<T, I, O, E, F> BatchRun<T, I, O, E, F> {
+    /// The batch of `ticket` whose first poll left it pending: its future
+    /// in `cell`, inside the span `scope`.
     pub(crate) fn new(
-        mut cell: Cell<F>,
-        future: F,
+        cell: Cell<F>,
         (ticket, replies): (T, Vec<Reply<I, O, E>>),
         started: Duration,
         scope: Scope,
     ) -> Self {
-        debug_assert!(cell.is_none(), "a cell is emptied before reuse");
-        cell.set(Some(AssertUnwindSafe(future).catch_unwind()));
+        debug_assert!(cell.is_some(), "a pending batch's cell is full");
         Self {
             cell: Some(cell),
             ticket,
@@ -92,19 +135,9 @@ where
             .cell
             .as_mut()
             .expect("a batch is polled until it finishes, not after");
-        let running = cell
-            .as_mut()
-            .as_pin_mut()
-            .expect("a running batch's cell is full");
-        let Poll::Ready(result) = running.poll(cx) else {
+        let Poll::Ready(outcome) = poll_in(cell, cx) else {
             return Poll::Pending;
         };
-        let outcome = match result {
-            Ok(returned) => BatchOutcome::Returned(returned),
-            Err(_) => BatchOutcome::Panicked,
-        };
-        // The future is dropped here, in place; the box stays for reuse.
-        cell.set(None);
         Poll::Ready(Finished {
             ticket: this.ticket,
             replies: this.replies.take().expect("replies until finished"),
@@ -146,31 +179,23 @@ mod tests {
     use super::*;
     use crate::trace;
 
-    type Run = BatchRun<u8, u32, u32, (), std::future::Ready<Result<Vec<u32>, ()>>>;
+    fn cx_noop<R>(f: impl FnOnce(&mut Context<'_>) -> R) -> R {
+        let waker = futures::task::noop_waker();
+        f(&mut Context::from_waker(&waker))
+    }
 
     #[test]
-    fn a_finished_batch_hands_back_its_cell_empty_and_the_same_box() {
+    fn a_batch_finished_at_once_hands_back_its_cell_empty_and_the_same_box() {
         let mut cells = Cells::default();
         let cell = cells.take();
         let address = &*cell as *const _ as usize;
-        let mut run: Run = BatchRun::new(
-            cell,
-            std::future::ready(Ok(vec![7])),
-            (3, Vec::new()),
-            Duration::ZERO,
-            trace::no_scope(),
-        );
-        let waker = futures::task::noop_waker();
-        let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
-        else {
+        let polled = cx_noop(|cx| first_poll(cell, std::future::ready(Ok::<_, ()>(vec![7])), cx));
+        let FirstPoll::Finished(outcome, cell) = polled else {
             panic!("a ready future finishes on its first poll");
         };
-        assert_eq!(finished.ticket, 3);
-        assert!(
-            matches!(finished.outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[7])
-        );
-        assert!(finished.cell.is_none());
-        cells.keep(finished.cell);
+        assert!(matches!(outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[7]));
+        assert!(cell.is_none());
+        cells.keep(cell);
         assert_eq!(
             &*cells.take() as *const _ as usize,
             address,
@@ -184,20 +209,35 @@ mod tests {
             if true {
                 panic!("the store exploded");
             }
-            Ok(Vec::new())
+            Ok::<Vec<u32>, ()>(Vec::new())
         };
-        let mut run: BatchRun<u8, u32, u32, (), _> = BatchRun::new(
-            Box::pin(None),
-            future,
-            (1, Vec::new()),
-            Duration::ZERO,
-            trace::no_scope(),
+        let polled = cx_noop(|cx| first_poll(Box::pin(None), future, cx));
+        assert!(matches!(
+            polled,
+            FirstPoll::Finished(BatchOutcome::Panicked, _)
+        ));
+    }
+
+    #[test]
+    fn a_pending_batch_runs_on_in_its_cell_and_hands_it_back_empty() {
+        let (tell, answer) = futures::channel::oneshot::channel::<Vec<u32>>();
+        let future = async move { Ok::<_, ()>(answer.await.unwrap_or_default()) };
+        let FirstPoll::Pending(cell) = cx_noop(|cx| first_poll(Box::pin(None), future, cx)) else {
+            panic!("nothing was sent yet");
+        };
+        let address = &*cell as *const _ as usize;
+        let mut run: BatchRun<u8, u32, u32, (), _> =
+            BatchRun::new(cell, (4, Vec::new()), Duration::ZERO, trace::no_scope());
+        assert!(cx_noop(|cx| Pin::new(&mut run).poll(cx)).is_pending());
+        tell.send(vec![9]).unwrap();
+        let Poll::Ready(finished) = cx_noop(|cx| Pin::new(&mut run).poll(cx)) else {
+            panic!("answered");
+        };
+        assert_eq!(finished.ticket, 4);
+        assert!(
+            matches!(finished.outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[9])
         );
-        let waker = futures::task::noop_waker();
-        let Poll::Ready(finished) = Pin::new(&mut run).poll(&mut Context::from_waker(&waker))
-        else {
-            panic!("finished");
-        };
-        assert!(matches!(finished.outcome, BatchOutcome::Panicked));
+        assert!(finished.cell.is_none());
+        assert_eq!(&*finished.cell as *const _ as usize, address);
     }
 }

@@ -67,6 +67,7 @@ impl<I, O, E> Reply<I, O, E> {
 
     /// Delivers `outcome`. A caller that stopped waiting has nothing to be
     /// told, so a closed cell is not an error.
+    #[inline]
     pub fn send(self, outcome: Outcome<I, O, E>) {
         match self.to {
             ReplyTo::Remote(reply) => reply.send(outcome),
@@ -479,6 +480,7 @@ where
     /// The second half of [`complete`](Self::complete): answers each caller
     /// of a finished batch exactly once, with its output or with the
     /// batch's error (G4, G10).
+    #[inline(always)]
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
         self.stats.answered += expected as u64;

@@ -60,7 +60,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 
 use crate::batch_fn::BatchFn;
-use crate::batch_run::{BatchRun, Cells};
+use crate::batch_run::{self, BatchRun, Cells, FirstPoll};
 use crate::clock::Clock;
 use crate::core::{BatchOutcome, FlushReply, Reply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
@@ -486,17 +486,17 @@ where
                 continue;
             };
             let cell = self.batches.cells.take();
-            let mut batch = BatchRun::new(cell, span.attach(future), (ticket, replies), now, scope);
             let mut cx = Context::from_waker(&self.parts.wakers.bell);
-            match Pin::new(&mut batch).poll(&mut cx) {
-                Poll::Ready(finished) => {
-                    self.batches.cells.keep(finished.cell);
-                    let (outcome, inputs) = (finished.outcome, finished.replies.len());
-                    trace::fault_in(&finished.scope, &outcome, inputs);
-                    let (ticket, replies) = (finished.ticket, finished.replies);
-                    self.finish_at_once(ticket, replies, outcome, finished.started);
+            match batch_run::first_poll(cell, span.attach(future), &mut cx) {
+                FirstPoll::Finished(outcome, cell) => {
+                    self.batches.cells.keep(cell);
+                    trace::fault_in(&scope, &outcome, replies.len());
+                    self.finish_at_once(ticket, replies, outcome, now);
                 }
-                Poll::Pending => self.batches.running.push(batch),
+                FirstPoll::Pending(cell) => {
+                    let batch = BatchRun::new(cell, (ticket, replies), now, scope);
+                    self.batches.running.push(batch);
+                }
             }
         }
     }
