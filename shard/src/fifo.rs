@@ -98,7 +98,9 @@ pub struct FifoBatch<T> {
 /// ```
 #[derive(Debug)]
 pub struct FifoItems<'a, T> {
-    drain: std::collections::vec_deque::Drain<'a, Queued<T>>,
+    /// The queue; the batch is its first `left`.
+    inputs: &'a mut VecDeque<Queued<T>>,
+    left: usize,
     weight: u64,
     /// Arrival of the item `next` returned last (see `Taken`).
     arrival_ns: u64,
@@ -125,17 +127,31 @@ impl<T> Iterator for FifoItems<'_, T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
-        let queued = self.drain.next()?;
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let queued = self.inputs.pop_front()?;
         self.arrival_ns = queued.arrival_ns;
         Some(queued.item)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.drain.size_hint()
+        (self.left, Some(self.left))
     }
 }
 
 impl<T> ExactSizeIterator for FifoItems<'_, T> {}
+
+/// Items the consumer did not take leave the queue all the same: they were
+/// counted out of it when the batch was taken.
+impl<T> Drop for FifoItems<'_, T> {
+    fn drop(&mut self) {
+        if self.left > 0 {
+            self.inputs.drain(..self.left);
+        }
+    }
+}
 
 /// Unkeyed: every batch's key hash is 0.
 impl<T> Taken for FifoItems<'_, T> {
@@ -367,7 +383,8 @@ impl<T> Fifo<T> {
         debug_assert!(weight <= self.config.max_batch_weight);
         self.waiting_weight -= weight;
         let consumed = consume(FifoItems {
-            drain: self.inputs.drain(..count),
+            inputs: &mut self.inputs,
+            left: count,
             weight,
             arrival_ns: 0,
         });
