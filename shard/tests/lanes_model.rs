@@ -384,6 +384,23 @@ impl Model {
     }
 }
 
+/// Notes the lane id of a batch just taken for `key`: no id is handed out
+/// twice while its batch is out.
+fn hand_out(
+    lane_ids: &mut Vec<(u32, LaneId)>,
+    key: u32,
+    lane: LaneId,
+    step: usize,
+) -> Result<(), TestCaseError> {
+    prop_assert!(
+        lane_ids.iter().all(|&(_, id)| id != lane),
+        "step {}: a lane id handed out twice",
+        step
+    );
+    lane_ids.push((key, lane));
+    Ok(())
+}
+
 /// A batch taken by a partly consumed `take_with`: its lane and key, and
 /// every id it held, seen or dropped unseen.
 struct Part {
@@ -744,12 +761,7 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
                             weight: batch.weight,
                         };
                         prop_assert_eq!(&got, &want, "step {}: take", step);
-                        prop_assert!(
-                            lane_ids.iter().all(|&(_, id)| id != batch.lane),
-                            "step {}: a lane id handed out twice",
-                            step
-                        );
-                        lane_ids.push((batch.key, batch.lane));
+                        hand_out(&mut lane_ids, batch.key, batch.lane, step)?;
                         left.extend(got.ids);
                     }
                     (got, want) => {
@@ -766,12 +778,7 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
             }
             Op::TakePart(keep) => {
                 if let Some(part) = take_part(&mut lanes, &mut model, keep, step)? {
-                    prop_assert!(
-                        lane_ids.iter().all(|&(_, id)| id != part.lane),
-                        "step {}: a lane id handed out twice",
-                        step
-                    );
-                    lane_ids.push((part.key, part.lane));
+                    hand_out(&mut lane_ids, part.key, part.lane, step)?;
                     left.extend(part.ids);
                 }
             }
