@@ -487,7 +487,7 @@ where
         observe::count_outcome(&mut self.stats, &outcome, expected);
         match outcome {
             BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
-                if let ([_], [_]) = (replies.as_slice(), outputs.as_slice()) {
+                if expected == 1 {
                     // A batch of one (every batch when keys outnumber the
                     // inputs in flight): no drains to set up and close.
                     let (Some(reply), Some(output)) = (replies.pop(), outputs.pop()) else {
