@@ -230,6 +230,18 @@ impl<K, T> Lane<K, T> {
         self.inputs.len() >= config.max_batch_size || self.waiting_weight >= config.max_batch_weight
     }
 
+    /// Puts `waiting` after every input of rank <= its own, before the
+    /// back: out of arrival order. Out of line and marked cold, as inputs
+    /// ranked by arrival (the default) never come here; an input that does
+    /// pays for one call.
+    #[cold]
+    #[inline(never)]
+    fn insert_by_rank(&mut self, waiting: Waiting<T>) {
+        let at = self.inputs.partition_point(|w| w.rank <= waiting.rank);
+        self.inputs.insert(at, waiting);
+        self.arrival_sorted = false;
+    }
+
     /// How many inputs from the front make the next batch, and their
     /// weight: up to `max_batch_size`, and within `max_batch_weight` unless
     /// the first alone weighs more (it then goes alone).
@@ -509,11 +521,7 @@ where
             item,
         };
         match lane.inputs.back() {
-            Some(last) if last.rank > rank => {
-                let at = lane.inputs.partition_point(|w| w.rank <= rank);
-                lane.inputs.insert(at, waiting);
-                lane.arrival_sorted = false;
-            }
+            Some(last) if last.rank > rank => lane.insert_by_rank(waiting),
             _ => lane.inputs.push_back(waiting),
         }
         self.longest.grew(place, lane.inputs.len());
