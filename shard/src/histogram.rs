@@ -59,6 +59,13 @@ fn highest_in(bucket: usize) -> u64 {
 
 /// A shard's own histogram: plain counts, the running mean and the largest
 /// value. Not shared; see the module docs.
+///
+/// Equal values recorded in a row are counted as one run and reach the
+/// counts together, when a different value comes or when the histogram is
+/// [settled](Histogram::settle): a batch size or weight is often the same
+/// from one batch to the next (1 with many keys, the largest batch under
+/// load), and adding one to a run costs a comparison and an increment.
+/// Invariant: every reader of the counts settles first (publishing does).
 #[derive(Clone, Debug)]
 pub struct Histogram {
     counts: Box<[u64]>,
@@ -67,6 +74,10 @@ pub struct Histogram {
     max: u64,
     /// Buckets changed since [`PublishedHistogram::publish`] last ran.
     changed: [u64; MASK_WORDS],
+    /// The value of the run being recorded, and its length: values counted
+    /// but not yet in the fields above.
+    run_value: u64,
+    run: u64,
 }
 
 impl Default for Histogram {
@@ -77,17 +88,35 @@ impl Default for Histogram {
             sum: 0,
             max: 0,
             changed: [0; MASK_WORDS],
+            run_value: 0,
+            run: 0,
         }
     }
 }
 
 impl Histogram {
-    /// Counts one `value`.
+    /// Counts one `value`: as one more of the run if it equals the run's
+    /// value, otherwise by settling the run and starting a new one.
+    #[inline]
     pub fn record(&mut self, value: u64) {
-        self.record_n(value, 1);
+        if value == self.run_value {
+            self.run += 1;
+        } else {
+            self.settle();
+            self.run_value = value;
+            self.run = 1;
+        }
     }
 
-    /// Counts `value` `n` times.
+    /// Brings the run being recorded into the counts, for a reader.
+    pub fn settle(&mut self) {
+        if self.run > 0 {
+            self.record_n(self.run_value, self.run);
+            self.run = 0;
+        }
+    }
+
+    /// Counts `value` `n` times, straight into the counts.
     pub fn record_n(&mut self, value: u64, n: u64) {
         let bucket = bucket_of(value);
         self.counts[bucket] += n;
@@ -97,32 +126,41 @@ impl Histogram {
         self.max = self.max.max(value);
     }
 
-    /// Values counted.
+    /// Values counted, the run being recorded included.
     #[cfg_attr(not(any(feature = "metrics", test)), allow(dead_code))]
     pub fn count(&self) -> u64 {
-        self.count
+        self.count + self.run
     }
 
     /// The counts, for an exporter that copies them elsewhere.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn counts(&self) -> &[u64] {
+        self.assert_settled();
         &self.counts
     }
 
     /// The value that stands for `bucket` when its counts are handed on.
     #[cfg_attr(not(any(feature = "metrics", test)), allow(dead_code))]
     pub(crate) fn value_of(&self, bucket: usize) -> u64 {
+        self.assert_settled();
         represent(bucket, self.max)
     }
 
     fn mean(&self) -> u64 {
+        self.assert_settled();
         mean_of(self.sum, self.count)
     }
 
     /// The sum of the values counted.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "metrics", test)), allow(dead_code))]
     pub(crate) fn sum(&self) -> u128 {
+        self.assert_settled();
         self.sum
+    }
+
+    /// The invariant of the type's docs: read only once settled.
+    fn assert_settled(&self) {
+        debug_assert_eq!(self.run, 0, "a histogram read before it was settled");
     }
 }
 
@@ -166,6 +204,7 @@ impl PublishedHistogram {
     /// the last call, so a round costs what it recorded, not the
     /// histogram's size.
     pub(crate) fn publish(&self, histogram: &mut Histogram) {
+        histogram.settle();
         let mut any = false;
         for (word, bits) in histogram.changed.iter_mut().enumerate() {
             while *bits != 0 {
@@ -442,6 +481,28 @@ mod tests {
         histogram.record(0);
         published.publish(&mut histogram);
         assert_eq!(published.read().count(), 15);
+    }
+
+    #[test]
+    fn runs_of_equal_values_count_as_each_value_would() {
+        // A model without runs: every value straight into the counts.
+        let values = [1, 1, 1, 0, 0, 7, 1, 1, 900, 900, 900, 3];
+        let (mut runs, mut model) = (Histogram::default(), Histogram::default());
+        for (at, &value) in values.iter().enumerate() {
+            runs.record(value);
+            model.record_n(value, 1);
+            assert_eq!(runs.count(), at as u64 + 1, "the run is counted");
+        }
+        runs.settle();
+        assert_eq!(runs.counts(), model.counts());
+        assert_eq!(
+            (runs.sum(), runs.max, runs.mean()),
+            (model.sum(), model.max, model.mean())
+        );
+        assert_eq!(runs.changed, model.changed);
+        // Settling twice adds nothing.
+        runs.settle();
+        assert_eq!(runs.count(), values.len() as u64);
     }
 
     #[test]

@@ -134,7 +134,7 @@ impl Exporter {
         now: Duration,
         stats: &ShardStats,
         intake: usize,
-        histograms: &Histograms,
+        histograms: &mut Histograms,
     ) {
         self.next_at = now + EXPORT_EVERY;
         let values = ShardStats {
@@ -153,7 +153,7 @@ impl Exporter {
             }
             self.exported[*figure] = value;
         }
-        for (exported, histogram) in self.histograms.iter_mut().zip(histograms.each()) {
+        for (exported, histogram) in self.histograms.iter_mut().zip(histograms.each_settled()) {
             exported.export(histogram);
         }
     }

@@ -18,6 +18,10 @@ use crate::shard_id::ShardId;
 use crate::stats::{count_refusal, Histograms, ShardCounters, ShardStats};
 use crate::trace;
 
+/// Whether batches are traced (feature `tracing`): only their spans read
+/// [`TakenBatch`], so without the feature it is not kept.
+const TRACED: bool = cfg!(feature = "tracing");
+
 /// The shard's recorder. See the module docs.
 #[derive(Clone, Debug)]
 pub(crate) struct Observer {
@@ -36,7 +40,8 @@ impl Default for Observer {
     }
 }
 
-/// What is known of the batch taken last, for its span.
+/// What is known of the batch taken last, for its span (kept only with
+/// the feature `tracing`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TakenBatch {
     /// Its key's hash (0 for unkeyed batching).
@@ -65,12 +70,14 @@ impl Observer {
         let (size, weight) = (items.size_hint().0, items.weight());
         self.histograms.batch_size.record(size as u64);
         self.histograms.batch_weight.record(weight);
-        self.last_batch = TakenBatch {
-            key_hash: items.key_hash(),
-            size,
-            weight,
-            oldest_wait_ns: 0,
-        };
+        if TRACED {
+            self.last_batch = TakenBatch {
+                key_hash: items.key_hash(),
+                size,
+                weight,
+                oldest_wait_ns: 0,
+            };
+        }
         Watched {
             items,
             observer: self,
@@ -116,8 +123,10 @@ impl<It: Iterator + Taken> Iterator for Watched<'_, It> {
         let item = self.items.next()?;
         let waited = self.now_ns.saturating_sub(self.items.arrival_ns());
         self.observer.histograms.queue_time_ns.record(waited);
-        let batch = &mut self.observer.last_batch;
-        batch.oldest_wait_ns = batch.oldest_wait_ns.max(waited);
+        if TRACED {
+            let batch = &mut self.observer.last_batch;
+            batch.oldest_wait_ns = batch.oldest_wait_ns.max(waited);
+        }
         Some(item)
     }
 }
@@ -178,14 +187,19 @@ mod tests {
             })
             .unwrap();
         assert_eq!(items, "ab");
-        let histograms = &observer.histograms;
+        let histograms = &mut observer.histograms;
+        histograms.batch_weight.settle();
         assert_eq!(histograms.batch_size.count(), 1);
         assert_eq!(histograms.batch_weight.value_of(5), 5);
         assert_eq!(histograms.queue_time_ns.count(), 2);
         let batch = observer.last_batch();
-        assert_eq!((batch.size, batch.weight), (2, 5));
-        assert_eq!(batch.key_hash, crate::key_hash(&"k"));
-        assert_eq!(batch.oldest_wait_ns, 4_000_000);
+        if TRACED {
+            assert_eq!((batch.size, batch.weight), (2, 5));
+            assert_eq!(batch.key_hash, crate::key_hash(&"k"));
+            assert_eq!(batch.oldest_wait_ns, 4_000_000);
+        } else {
+            assert_eq!(batch, TakenBatch::default(), "kept only for spans");
+        }
     }
 
     #[test]
@@ -197,8 +211,13 @@ mod tests {
             observer.watch(Duration::from_micros(30), items).count()
         });
         assert_eq!(taken, Some(1));
-        assert_eq!(observer.last_batch().oldest_wait_ns, 20_000);
-        assert_eq!(observer.last_batch().key_hash, 0);
+        let queue_time = &mut observer.histograms.queue_time_ns;
+        queue_time.settle();
+        assert_eq!((queue_time.count(), queue_time.sum()), (1, 20_000));
+        if TRACED {
+            assert_eq!(observer.last_batch().oldest_wait_ns, 20_000);
+            assert_eq!(observer.last_batch().key_hash, 0);
+        }
     }
 
     #[test]

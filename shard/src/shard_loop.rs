@@ -413,7 +413,7 @@ where
             if self.exporter.is_due(now, force) {
                 let mut core = self.parts.core.borrow_mut();
                 let (stats, intake) = (core.stats(), self.parts.intake.len());
-                let histograms = &core.observer_mut().histograms;
+                let histograms = &mut core.observer_mut().histograms;
                 self.exporter.export(now, &stats, intake, histograms);
             }
         }

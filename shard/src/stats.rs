@@ -168,9 +168,10 @@ macro_rules! figures {
         }
 
         impl Histograms {
-            /// Each histogram, in declaration order.
+            /// Each histogram, in declaration order, settled for reading.
             #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-            pub(crate) fn each(&self) -> [&Histogram; DISTRIBUTIONS] {
+            pub(crate) fn each_settled(&mut self) -> [&Histogram; DISTRIBUTIONS] {
+                $( self.$dist.settle(); )*
                 [ $( &self.$dist, )* ]
             }
         }
