@@ -54,6 +54,7 @@ impl<I, O, E> Unpin for Submit<I, O, E> {}
 impl<I, O, E> Future for Submit<I, O, E> {
     type Output = Outcome<I, O, E>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.get_mut().state {
             SubmitState::Ready(outcome) => {

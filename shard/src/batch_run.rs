@@ -12,12 +12,12 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures::future::CatchUnwind;
 use futures::FutureExt;
 
 use crate::core::{BatchOutcome, Reply};
+use crate::nanos::Nanos;
 use crate::trace::Scope;
 
 /// A batch function's future with its panic caught.
@@ -36,7 +36,7 @@ pub(crate) struct BatchRun<T, I, O, E, F> {
     cell: Option<Cell<F>>,
     ticket: T,
     replies: Option<Vec<Reply<I, O, E>>>,
-    started: Duration,
+    started: Nanos,
     scope: Scope,
 }
 
@@ -46,7 +46,7 @@ pub(crate) struct Finished<T, I, O, E, F> {
     pub(crate) ticket: T,
     pub(crate) replies: Vec<Reply<I, O, E>>,
     pub(crate) outcome: BatchOutcome<O, E>,
-    pub(crate) started: Duration,
+    pub(crate) started: Nanos,
     pub(crate) cell: Cell<F>,
     /// The batch's span (feature `tracing`), for its fault event.
     pub(crate) scope: Scope,
@@ -109,7 +109,7 @@ impl<T, I, O, E, F> BatchRun<T, I, O, E, F> {
     pub(crate) fn new(
         cell: Cell<F>,
         (ticket, replies): (T, Vec<Reply<I, O, E>>),
-        started: Duration,
+        started: Nanos,
         scope: Scope,
     ) -> Self {
         debug_assert!(cell.is_some(), "a pending batch's cell is full");
@@ -227,7 +227,7 @@ mod tests {
         };
         let address = &*cell as *const _ as usize;
         let mut run: BatchRun<u8, u32, u32, (), _> =
-            BatchRun::new(cell, (4, Vec::new()), Duration::ZERO, trace::no_scope());
+            BatchRun::new(cell, (4, Vec::new()), Nanos::ZERO, trace::no_scope());
         assert!(cx_noop(|cx| Pin::new(&mut run).poll(cx)).is_pending());
         tell.send(vec![9]).unwrap();
         let Poll::Ready(finished) = cx_noop(|cx| Pin::new(&mut run).poll(cx)) else {

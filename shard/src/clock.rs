@@ -17,9 +17,8 @@
 
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use quanta::Instant;
+use crate::nanos::Nanos;
 
 /// The process's calibrated counter, shared by every shard.
 fn source() -> &'static quanta::Clock {
@@ -27,18 +26,13 @@ fn source() -> &'static quanta::Clock {
     SOURCE.get_or_init(quanta::Clock::new)
 }
 
-/// Nanoseconds of `time`, saturating at `u64::MAX` (584 years fit): how
-/// the pure queues keep time, and how batch times are averaged.
-pub(crate) fn nanos(time: Duration) -> u64 {
-    u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// A monotone clock for one shard thread.
 #[derive(Debug)]
 pub(crate) struct Clock {
     source: quanta::Clock,
-    origin: Instant,
-    latest: Cell<Duration>,
+    /// The counter's raw value when the clock started.
+    origin: u64,
+    latest: Cell<Nanos>,
 }
 
 impl Clock {
@@ -46,22 +40,22 @@ impl Clock {
     pub(crate) fn start() -> Self {
         let source = source().clone();
         Self {
-            origin: source.now(),
+            origin: source.raw(),
             source,
-            latest: Cell::new(Duration::ZERO),
+            latest: Cell::new(Nanos::ZERO),
         }
     }
 
     /// Reads the time, and remembers it as the latest reading.
-    pub(crate) fn read(&self) -> Duration {
-        let elapsed = self.source.now().saturating_duration_since(self.origin);
-        let now = elapsed.max(self.latest.get());
+    pub(crate) fn read(&self) -> Nanos {
+        let elapsed = self.source.delta_as_nanos(self.origin, self.source.raw());
+        let now = Nanos::from_u64(elapsed).max(self.latest.get());
         self.latest.set(now);
         now
     }
 
     /// The latest reading, without reading the time again.
-    pub(crate) fn latest(&self) -> Duration {
+    pub(crate) fn latest(&self) -> Nanos {
         self.latest.get()
     }
 }
@@ -69,12 +63,7 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nanoseconds_saturate() {
-        assert_eq!(nanos(Duration::from_micros(3)), 3_000);
-        assert_eq!(nanos(Duration::MAX), u64::MAX);
-    }
+    use std::time::Duration;
 
     #[test]
     fn the_latest_reading_never_goes_back() {

@@ -82,12 +82,12 @@ impl LanesConfig {
 
     /// `max_queue_time` in whole nanoseconds, saturating; `None` if unset.
     pub(crate) fn max_queue_time_ns(&self) -> Option<u64> {
-        self.max_queue_time.map(crate::clock::nanos)
+        self.max_queue_time.map(crate::nanos::nanos)
     }
 
     /// `max_batch_delay` in whole nanoseconds, saturating.
     pub(crate) fn max_batch_delay_ns(&self) -> u64 {
-        crate::clock::nanos(self.max_batch_delay)
+        crate::nanos::nanos(self.max_batch_delay)
     }
 }
 

@@ -24,6 +24,7 @@ use crate::config::LanesConfig;
 use crate::error::FerryError;
 use crate::flush::Generations;
 use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
+use crate::nanos::Nanos;
 use crate::observe::{self, Observer};
 use crate::queue::Queue;
 use crate::refused::Refused;
@@ -235,9 +236,9 @@ where
 
     /// An input arrived: admit it into its lane, or answer its caller at
     /// once with the input handed back.
-    pub fn admit(&mut self, submission: Submission<Q::Key, I, O, E>, now: Duration) {
+    pub fn admit(&mut self, submission: Submission<Q::Key, I, O, E>, now: impl Into<Nanos>) {
         let Submission { offer, reply } = submission;
-        self.admit_with(offer, ReplyTo::Remote(reply), now);
+        self.admit_with(offer, ReplyTo::Remote(reply), now.into());
     }
 
     /// Like [`admit`](Self::admit) for a caller on the shard's own thread
@@ -247,9 +248,9 @@ where
         &mut self,
         offer: Offer<Q::Key, I>,
         reply: answer_cell::Sender<Outcome<I, O, E>, answer_cell::Local>,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) {
-        if self.admit_with(offer, ReplyTo::Local(reply), now) {
+        if self.admit_with(offer, ReplyTo::Local(reply), now.into()) {
             self.stats.admitted_local += 1;
         }
     }
@@ -261,10 +262,10 @@ where
         &mut self,
         bundled: Bundled<Q::Key, I>,
         gathering: &Gathering<I, O, E>,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) {
         let Bundled { offer, index } = bundled;
-        self.admit_with(offer, ReplyTo::Gathered(gathering.reply(index)), now);
+        self.admit_with(offer, ReplyTo::Gathered(gathering.reply(index)), now.into());
     }
 
     /// A share of `inputs` inputs of a `submit_many` call arrived: their
@@ -281,7 +282,7 @@ where
         self.deliveries.deliver();
     }
 
-    fn admit_with(&mut self, offer: Offer<Q::Key, I>, to: ReplyTo<I, O, E>, now: Duration) -> bool {
+    fn admit_with(&mut self, offer: Offer<Q::Key, I>, to: ReplyTo<I, O, E>, now: Nanos) -> bool {
         let Offer {
             hash,
             key,
@@ -331,7 +332,8 @@ where
     /// batch is taken is withdrawn in the same step, never sent; a batch
     /// left with no input is released at once and the next one looked at.
     #[inline(always)]
-    pub fn dispatch(&mut self, now: Duration) -> Option<DispatchOf<Q, I, O, E>> {
+    pub fn dispatch(&mut self, now: impl Into<Nanos>) -> Option<DispatchOf<Q, I, O, E>> {
+        let now = now.into();
         if self.in_flight >= self.max_in_flight {
             return None;
         }
@@ -352,7 +354,7 @@ where
     #[inline]
     fn take_batch(
         &mut self,
-        now: Duration,
+        now: Nanos,
     ) -> Option<(Q::Ticket, Q::Key, (Vec<I>, Vec<Reply<I, O, E>>))> {
         let (spare, spare_inputs) = (&mut self.spare_replies, &mut self.spare_inputs);
         let withdraw = self.withdraw_on_drop;
@@ -412,7 +414,7 @@ where
 
     /// Answers `Expired` every input still waiting `max_queue_time` after
     /// its arrival, handing it back (never sent).
-    pub fn expire(&mut self, now: Duration) {
+    pub fn expire(&mut self, now: impl Into<Nanos>) {
         let mut expired = Vec::new();
         self.queue.expire_with(now, |waiter| expired.push(waiter));
         for (input, reply) in expired {
@@ -458,7 +460,7 @@ where
         ticket: Q::Ticket,
         replies: Vec<Reply<I, O, E>>,
         outcome: BatchOutcome<O, E>,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) {
         self.answer(replies, outcome);
         self.release(ticket, now);
@@ -471,7 +473,7 @@ where
     ///
     /// Releasing first lets a busy key's next round trip start before its
     /// previous callers are told, which is what bounds a hot key.
-    pub fn release(&mut self, ticket: Q::Ticket, now: Duration) {
+    pub fn release(&mut self, ticket: Q::Ticket, now: impl Into<Nanos>) {
         debug_assert!(self.in_flight > 0, "release without a batch in flight");
         self.queue.complete(ticket, now);
         self.in_flight -= 1;

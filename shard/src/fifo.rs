@@ -5,8 +5,8 @@
 //! no per-key guarantee: nothing is busy, and several batches of the same
 //! queue may be out at once. How many is the caller's business (it counts
 //! its slots, `max_in_flight_batches`); this queue only decides what goes in
-//! the next batch and when one may go. Time is passed in as `now`, a
-//! [`Duration`] since any origin the caller keeps fixed, and never going
+//! the next batch and when one may go. Time is passed in as `now`,
+//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed, never going
 //! backwards from one call to the next (debug builds assert it), so every
 //! method is a plain step that a test can drive against a model.
 //!
@@ -53,8 +53,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::clock::nanos;
 use crate::config::LanesConfig;
+use crate::nanos::Nanos;
 use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
@@ -286,7 +286,7 @@ impl<T> Fifo<T> {
     /// fifo.admit("a", 1, now).unwrap();
     /// assert_eq!(fifo.admit("b", 1, now).unwrap_err().reason, Refused::Full);
     /// ```
-    pub fn admit(&mut self, item: T, weight: u64, now: Duration) -> Result<(), Refusal<T>> {
+    pub fn admit(&mut self, item: T, weight: u64, now: impl Into<Nanos>) -> Result<(), Refusal<T>> {
         let now_ns = self.observe(now);
         if let Some(reason) = self.refusal(weight) {
             return Err(Refusal { item, reason });
@@ -339,7 +339,7 @@ impl<T> Fifo<T> {
     /// assert_eq!(fifo.take(Duration::ZERO).unwrap().items, ['c']);
     /// assert!(fifo.take(Duration::ZERO).is_none(), "empty");
     /// ```
-    pub fn take(&mut self, now: Duration) -> Option<FifoBatch<T>> {
+    pub fn take(&mut self, now: impl Into<Nanos>) -> Option<FifoBatch<T>> {
         self.take_with(now, |items| {
             let weight = items.weight();
             FifoBatch {
@@ -371,7 +371,7 @@ impl<T> Fifo<T> {
     /// ```
     pub fn take_with<R>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         consume: impl FnOnce(FifoItems<'_, T>) -> R,
     ) -> Option<R> {
         let now_ns = self.observe(now);
@@ -550,7 +550,7 @@ impl<T> Fifo<T> {
     /// assert_eq!(fifo.expire_with(t(12), |item| expired.push(item)), 1);
     /// assert_eq!((expired, fifo.waiting()), (vec!['a'], 1));
     /// ```
-    pub fn expire_with(&mut self, now: Duration, mut out: impl FnMut(T)) -> usize {
+    pub fn expire_with(&mut self, now: impl Into<Nanos>, mut out: impl FnMut(T)) -> usize {
         let now_ns = self.observe(now);
         let mut expired = 0;
         while self
@@ -671,8 +671,8 @@ impl<T> Fifo<T> {
     /// `now` in nanoseconds, after checking (in debug builds) that it is not
     /// earlier than the latest `now` seen, and recording it: the front is
     /// the oldest input only while arrivals never go backwards.
-    fn observe(&mut self, now: Duration) -> u64 {
-        let now_ns = nanos(now);
+    fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
+        let now_ns = now.into().as_u64();
         debug_assert!(
             now_ns >= self.now_latest_ns,
             "time went backwards: now = {now_ns} ns after {} ns",

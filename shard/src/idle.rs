@@ -42,8 +42,8 @@ use std::task::{Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
 
-use crate::clock::nanos;
 use crate::intake::Intake;
+use crate::nanos::nanos;
 
 /// The longest a shard dozes in one go, so that the runtime (glommio), with
 /// the timers and I/O of other tasks on the thread, gets a turn at least

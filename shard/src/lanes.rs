@@ -2,8 +2,8 @@
 //!
 //! A *lane* holds one key's waiting inputs in (rank, admission) order. It is
 //! *waiting* (partial and not yet due), *ready* (full, due, or the shard is
-//! closing) or *busy* (its batch is in flight). Time is passed in as `now`, a
-//! [`Duration`] since any origin the caller keeps fixed, and never going
+//! closing) or *busy* (its batch is in flight). Time is passed in as `now`,
+//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed, never going
 //! backwards from one call to the next (debug builds assert it), so every
 //! method is a plain step that a test can drive one at a time against a
 //! model.
@@ -61,10 +61,10 @@ use std::time::Duration;
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 
-use crate::clock::nanos;
 use crate::config::LanesConfig;
 use crate::key_hash::key_hash;
 use crate::longest::Longest;
+use crate::nanos::Nanos;
 use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
@@ -411,8 +411,8 @@ where
     /// that takes `now` calls this first: due times are computed from
     /// arrivals, and an arrival stamped later than a take's `now` would
     /// make the deadline FIFO's order (module docs) a lie.
-    fn observe(&mut self, now: Duration) -> u64 {
-        let now_ns = nanos(now);
+    fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
+        let now_ns = now.into().as_u64();
         debug_assert!(
             now_ns >= self.now_latest_ns,
             "time went backwards: now = {now_ns} ns after {} ns",
@@ -435,7 +435,7 @@ where
         item: T,
         rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refusal<T>> {
         let hash = key_hash(&key);
         self.admit_hashed(hash, key, item, rank, weight, now)
@@ -456,7 +456,7 @@ where
         item: T,
         rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refusal<T>> {
         let mut slot = Some(item);
         self.admit_from(hash, key, &mut slot, rank, weight, now)
@@ -491,7 +491,7 @@ where
         item: &mut Option<T>,
         rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refused> {
         let now_ns = self.observe(now);
         if let Some(reason) = self.refusal(weight) {
@@ -623,7 +623,7 @@ where
     /// Takes the next ready lane's batch, first come first served, and marks
     /// the lane busy in the same step (G1). Lanes whose deadline has passed
     /// by `now` become ready first. `None` if no lane is ready.
-    pub fn take(&mut self, now: Duration) -> Option<Batch<K, T>> {
+    pub fn take(&mut self, now: impl Into<Nanos>) -> Option<Batch<K, T>> {
         let mut weight = 0;
         let (lane, key, items) = self.take_with(now, |items| {
             weight = items.weight();
@@ -664,7 +664,7 @@ where
     /// ```
     pub fn take_with<R>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         consume: impl FnOnce(BatchItems<'_, T>) -> R,
     ) -> Option<(LaneId, K, R)> {
         let now_ns = self.observe(now);
@@ -743,7 +743,7 @@ where
     /// lanes.complete(busy.lane, t(15));
     /// assert_eq!(lanes.lanes(), 0);
     /// ```
-    pub fn expire_with(&mut self, now: Duration, mut out: impl FnMut(T)) -> usize {
+    pub fn expire_with(&mut self, now: impl Into<Nanos>, mut out: impl FnMut(T)) -> usize {
         let now_ns = self.observe(now);
         let mut expired = 0;
         while let Some(entry) = self.expiries.front().copied() {
@@ -883,7 +883,7 @@ where
     /// # Panics
     /// If `lane` is not a busy lane of this structure: completing a batch
     /// twice would break G1.
-    pub fn complete(&mut self, lane: LaneId, now: Duration) {
+    pub fn complete(&mut self, lane: LaneId, now: impl Into<Nanos>) {
         let now_ns = self.observe(now);
         // Lanes that fell due while the slots were busy go ahead of this one.
         self.promote_due(now_ns);

@@ -51,6 +51,7 @@ mod local;
 mod longest;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod nanos;
 mod observe;
 mod on_glommio;
 mod on_tokio;
@@ -107,5 +108,6 @@ pub mod parts {
     pub use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
     pub use crate::intake::Intake;
     pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
+    pub use crate::nanos::Nanos;
     pub use crate::queue::{Queue, Taken};
 }

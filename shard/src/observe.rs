@@ -8,10 +8,8 @@
 //! readers (`stats.rs`) and, with the feature `metrics`, to the `metrics`
 //! facade (`metrics.rs`).
 
-use std::time::Duration;
-
-use crate::clock::nanos;
 use crate::core::{BatchOutcome, ShardCore, Waiter};
+use crate::nanos::Nanos;
 use crate::queue::{Queue, Taken};
 use crate::refused::Refused;
 use crate::shard_id::ShardId;
@@ -64,7 +62,7 @@ impl Observer {
     /// wraps its items so that each counts its queue time as it passes.
     pub(crate) fn watch<It: Iterator + Taken>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         items: It,
     ) -> Watched<'_, It> {
         let (size, weight) = (items.size_hint().0, items.weight());
@@ -81,13 +79,14 @@ impl Observer {
         Watched {
             items,
             observer: self,
-            now_ns: nanos(now),
+            now_ns: now.into().as_u64(),
         }
     }
 
-    /// A batch completed `took` after it started.
-    pub(crate) fn batch_done(&mut self, took: Duration) {
-        self.histograms.batch_time_ns.record(nanos(took));
+    /// A batch started at `started` completed at `now`.
+    pub(crate) fn batch_done(&mut self, started: Nanos, now: Nanos) {
+        let took_ns = now.as_u64().saturating_sub(started.as_u64());
+        self.histograms.batch_time_ns.record(took_ns);
     }
 
     /// An input was refused for `reason`.
@@ -173,6 +172,7 @@ mod tests {
     use crate::config::LanesConfig;
     use crate::fifo::Fifo;
     use crate::lanes::Lanes;
+    use std::time::Duration;
 
     #[test]
     fn a_taken_batch_counts_its_size_weight_and_each_wait() {

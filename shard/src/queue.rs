@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::config::LanesConfig;
 use crate::fifo::{Fifo, FifoItems};
 use crate::lanes::{BatchItems, LaneId, Lanes};
+use crate::nanos::Nanos;
 use crate::refused::Refused;
 
 /// A queueing discipline for items `T` (SPEC §5): admit, take, complete,
@@ -65,26 +66,26 @@ pub trait Queue<T> {
         item: &mut Option<T>,
         rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refused>;
 
     /// Takes the next batch ready at `now`, lending its items to `consume`
     /// (which must not panic).
     fn take_with<R>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         consume: impl FnOnce(Self::Items<'_>) -> R,
     ) -> Option<(Self::Ticket, Self::Key, R)>;
 
     /// The batch named by `ticket` finished (whatever its outcome).
-    fn complete(&mut self, ticket: Self::Ticket, now: Duration);
+    fn complete(&mut self, ticket: Self::Ticket, now: impl Into<Nanos>);
 
     /// Admits nothing more; everything waiting becomes ready (G9).
     fn close(&mut self);
 
     /// Hands to `out` every item still waiting `max_queue_time` after its
     /// arrival, by `now`; returns how many. Never an item already taken.
-    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize;
+    fn expire_with(&mut self, now: impl Into<Nanos>, out: impl FnMut(T)) -> usize;
 
     /// Hands to `out` the items `gone` marks among the first `scan` waiting
     /// for the key of `hash` (for unkeyed batching: in the queue); returns
@@ -170,20 +171,20 @@ where
         item: &mut Option<T>,
         rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refused> {
         self.admit_from(hash, key, item, rank, weight, now)
     }
 
     fn take_with<R>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         consume: impl FnOnce(BatchItems<'_, T>) -> R,
     ) -> Option<(LaneId, K, R)> {
         Lanes::take_with(self, now, consume)
     }
 
-    fn complete(&mut self, lane: LaneId, now: Duration) {
+    fn complete(&mut self, lane: LaneId, now: impl Into<Nanos>) {
         Lanes::complete(self, lane, now);
     }
 
@@ -191,7 +192,7 @@ where
         Lanes::close(self);
     }
 
-    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize {
+    fn expire_with(&mut self, now: impl Into<Nanos>, out: impl FnMut(T)) -> usize {
         Lanes::expire_with(self, now, out)
     }
 
@@ -267,7 +268,7 @@ impl<T> Queue<T> for Fifo<T> {
         item: &mut Option<T>,
         _rank: i64,
         weight: u64,
-        now: Duration,
+        now: impl Into<Nanos>,
     ) -> Result<(), Refused> {
         let taken = item.take().expect("an item to admit");
         Fifo::admit(self, taken, weight, now).map_err(|refusal| {
@@ -278,19 +279,19 @@ impl<T> Queue<T> for Fifo<T> {
 
     fn take_with<R>(
         &mut self,
-        now: Duration,
+        now: impl Into<Nanos>,
         consume: impl FnOnce(FifoItems<'_, T>) -> R,
     ) -> Option<((), (), R)> {
         Fifo::take_with(self, now, consume).map(|taken| ((), (), taken))
     }
 
-    fn complete(&mut self, _ticket: (), _now: Duration) {}
+    fn complete(&mut self, _ticket: (), _now: impl Into<Nanos>) {}
 
     fn close(&mut self) {
         Fifo::close(self);
     }
 
-    fn expire_with(&mut self, now: Duration, out: impl FnMut(T)) -> usize {
+    fn expire_with(&mut self, now: impl Into<Nanos>, out: impl FnMut(T)) -> usize {
         Fifo::expire_with(self, now, out)
     }
 

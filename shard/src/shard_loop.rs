@@ -68,6 +68,7 @@ use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
 use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
 use crate::local::Nudge;
+use crate::nanos::Nanos;
 use crate::queue::Queue;
 use crate::slice::SliceChoice;
 use crate::stats::ShardCounters;
@@ -159,16 +160,16 @@ where
     batches: Batches<Q::Ticket, I, O, E, Attached<B::Future>>,
     closing: Closing,
     /// The timer armed for the earliest deadline, and that deadline.
-    timer: Option<(Duration, R::Timer)>,
+    timer: Option<(Nanos, R::Timer)>,
     /// Anything done this round (reset when it begins).
     worked: bool,
     /// A task of the thread was made ready this round (one spawned here).
     spawned: bool,
-    yielded_at: Duration,
-    worked_at: Duration,
+    yielded_at: Nanos,
+    worked_at: Nanos,
     /// When a batch was last woken by the runtime: rung on this thread
     /// while the loop had handed the thread to it (see `idle::Awaiting`).
-    runtime_woke_at: Option<Duration>,
+    runtime_woke_at: Option<Nanos>,
     /// With a batch delay, an input's delay runs from its arrival, so it
     /// is stamped when popped: the round's start may be from before its
     /// push. (Without one, the stamp decides nothing and the latest
@@ -213,8 +214,8 @@ where
             timer: None,
             worked: false,
             spawned: false,
-            yielded_at: Duration::ZERO,
-            worked_at: Duration::ZERO,
+            yielded_at: Nanos::ZERO,
+            worked_at: Nanos::ZERO,
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
@@ -361,7 +362,7 @@ where
     }
 
     /// The arrival stamp of an input popped now.
-    fn arrival(&self) -> Duration {
+    fn arrival(&self) -> Nanos {
         if self.stamp_on_pop {
             self.parts.clock.read()
         } else {
@@ -390,7 +391,7 @@ where
         let histograms = &mut core.observer_mut().histograms;
         self.parts.counters.publish(&stats, histograms);
         let now = self.parts.clock.latest();
-        if let Some(slice) = self.parts.slice.after_round(now, stats.answered) {
+        if let Some(slice) = self.parts.slice.after_round(now.into(), stats.answered) {
             self.parts.slice.switch(slice);
         }
         // Told after the figures that show what they waited for.
@@ -408,7 +409,7 @@ where
     fn export(&mut self, force: bool) {
         #[cfg(feature = "metrics")]
         {
-            let now = self.parts.clock.latest();
+            let now = self.parts.clock.latest().into();
             let force = force || !self.worked || self.is_done();
             if self.exporter.is_due(now, force) {
                 let mut core = self.parts.core.borrow_mut();
@@ -439,12 +440,13 @@ where
             // Not a `now` read before the poll: a batch future may have
             // admitted an input of its own shard meanwhile, stamped later.
             let now = self.parts.clock.latest();
-            let took = now.saturating_sub(finished.started);
-            self.batches.took.record(took);
+            self.batches
+                .took
+                .record(now.saturating_sub(finished.started));
             trace::fault_in(&finished.scope, &finished.outcome, finished.replies.len());
             self.batches.cells.keep(finished.cell);
             let mut core = self.parts.core.borrow_mut();
-            core.observer_mut().batch_done(took);
+            core.observer_mut().batch_done(finished.started, now);
             core.release(finished.ticket, now);
             drop(core);
             self.batches
@@ -508,12 +510,12 @@ where
         ticket: Q::Ticket,
         replies: Vec<Reply<I, O, E>>,
         outcome: BatchOutcome<O, E>,
-        started: Duration,
+        started: Nanos,
     ) {
         self.batches.took.record(Duration::ZERO);
         let now = self.parts.clock.read();
         let mut core = self.parts.core.borrow_mut();
-        core.observer_mut().batch_done(now.saturating_sub(started));
+        core.observer_mut().batch_done(started, now);
         core.complete(ticket, replies, outcome, now);
     }
 
@@ -557,6 +559,7 @@ where
         let Some(deadline) = self.parts.core.borrow_mut().next_deadline() else {
             return;
         };
+        let deadline = Nanos::from(deadline);
         if self.timer.as_ref().is_some_and(|(due, _)| *due <= deadline) {
             return;
         }
