@@ -769,6 +769,7 @@ impl<I, O, E> std::fmt::Debug for Answer<I, O, E> {
 impl<I, O, E> Future for Answer<I, O, E> {
     type Output = Outcome<I, O, E>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let polled = Pin::new(&mut self.outcome).poll(cx);
         if polled.is_ready() {

@@ -60,12 +60,13 @@ fn highest_in(bucket: usize) -> u64 {
 /// A shard's own histogram: plain counts, the running mean and the largest
 /// value. Not shared; see the module docs.
 ///
-/// Equal values recorded in a row are counted as one run and reach the
-/// counts together, when a different value comes or when the histogram is
-/// [settled](Histogram::settle): a batch size or weight is often the same
-/// from one batch to the next (1 with many keys, the largest batch under
-/// load), and adding one to a run costs a comparison and an increment.
-/// Invariant: every reader of the counts settles first (publishing does).
+/// A figure that often repeats from one value to the next (a batch's size
+/// or weight: 1 with many keys, the largest batch under load) is recorded
+/// with [`record_repeating`](Histogram::record_repeating): equal values in
+/// a row are counted as one run, which reaches the counts when a different
+/// value comes or when the histogram is [settled](Histogram::settle), so
+/// one more of a run costs a comparison and an increment. Invariant: every
+/// reader of the counts settles first (publishing does).
 #[derive(Clone, Debug)]
 pub struct Histogram {
     counts: Box<[u64]>,
@@ -95,10 +96,17 @@ impl Default for Histogram {
 }
 
 impl Histogram {
-    /// Counts one `value`: as one more of the run if it equals the run's
-    /// value, otherwise by settling the run and starting a new one.
+    /// Counts one `value`.
     #[inline]
     pub fn record(&mut self, value: u64) {
+        self.record_n(value, 1);
+    }
+
+    /// Counts one `value` of a figure that often repeats: as one more of
+    /// the run if it equals the run's value, otherwise by settling the run
+    /// and starting a new one (see the type's docs).
+    #[inline]
+    pub fn record_repeating(&mut self, value: u64) {
         if value == self.run_value {
             self.run += 1;
         } else {
@@ -116,7 +124,8 @@ impl Histogram {
         }
     }
 
-    /// Counts `value` `n` times, straight into the counts.
+    /// Counts `value` `n` times.
+    #[inline]
     pub fn record_n(&mut self, value: u64, n: u64) {
         let bucket = bucket_of(value);
         self.counts[bucket] += n;
@@ -489,7 +498,7 @@ mod tests {
         let values = [1, 1, 1, 0, 0, 7, 1, 1, 900, 900, 900, 3];
         let (mut runs, mut model) = (Histogram::default(), Histogram::default());
         for (at, &value) in values.iter().enumerate() {
-            runs.record(value);
+            runs.record_repeating(value);
             model.record_n(value, 1);
             assert_eq!(runs.count(), at as u64 + 1, "the run is counted");
         }

@@ -66,8 +66,8 @@ impl Observer {
         items: It,
     ) -> Watched<'_, It> {
         let (size, weight) = (items.size_hint().0, items.weight());
-        self.histograms.batch_size.record(size as u64);
-        self.histograms.batch_weight.record(weight);
+        self.histograms.batch_size.record_repeating(size as u64);
+        self.histograms.batch_weight.record_repeating(weight);
         if TRACED {
             self.last_batch = TakenBatch {
                 key_hash: items.key_hash(),
@@ -211,8 +211,7 @@ mod tests {
             observer.watch(Duration::from_micros(30), items).count()
         });
         assert_eq!(taken, Some(1));
-        let queue_time = &mut observer.histograms.queue_time_ns;
-        queue_time.settle();
+        let queue_time = &observer.histograms.queue_time_ns;
         assert_eq!((queue_time.count(), queue_time.sum()), (1, 20_000));
         if TRACED {
             assert_eq!(observer.last_batch().oldest_wait_ns, 20_000);
