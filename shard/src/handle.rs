@@ -265,6 +265,7 @@ where
     /// Hands an input (with its key's `hash`, its `rank` and `weight`,
     /// computed on the caller's thread) to the shard; refused at once, with
     /// the input handed back, if the intake is full or closed.
+    #[inline]
     pub fn submit(
         &self,
         hash: u64,
