@@ -47,6 +47,7 @@ impl Clock {
     }
 
     /// Reads the time, and remembers it as the latest reading.
+    #[inline]
     pub(crate) fn read(&self) -> Nanos {
         let elapsed = self.source.delta_as_nanos(self.origin, self.source.raw());
         let now = Nanos::from_u64(elapsed).max(self.latest.get());

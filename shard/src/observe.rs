@@ -84,6 +84,7 @@ impl Observer {
     }
 
     /// A batch started at `started` completed at `now`.
+    #[inline]
     pub(crate) fn batch_done(&mut self, started: Nanos, now: Nanos) {
         let took_ns = now.as_u64().saturating_sub(started.as_u64());
         self.histograms.batch_time_ns.record(took_ns);
