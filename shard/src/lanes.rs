@@ -363,8 +363,8 @@ pub struct Lanes<K, T> {
     waiting: usize,
     waiting_weight: u64,
     closed: bool,
-    /// The latest `now` given to any method, in nanoseconds: time never goes
-    /// backwards (module docs), and debug builds check it.
+    /// The latest `now` given to any method, in nanoseconds, kept in debug
+    /// builds only: time never goes backwards (module docs), and they check it.
     now_latest_ns: u64,
     /// The `longest_lane` gauge (see `longest.rs`).
     longest: Longest,
@@ -406,11 +406,11 @@ where
         }
     }
 
-    /// `now` in nanoseconds, after checking (in debug builds) that it is not
-    /// earlier than the latest `now` seen, and recording it. Every method
-    /// that takes `now` calls this first: due times are computed from
-    /// arrivals, and an arrival stamped later than a take's `now` would
-    /// make the deadline FIFO's order (module docs) a lie.
+    /// `now` in nanoseconds, after checking that it is not earlier than the
+    /// latest `now` seen, and recording it (both in debug builds only).
+    /// Every method that takes `now` calls this first: due times are
+    /// computed from arrivals, and an arrival stamped later than a take's
+    /// `now` would make the deadline FIFO's order (module docs) a lie.
     fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
         let now_ns = now.into().as_u64();
         debug_assert!(
@@ -418,7 +418,9 @@ where
             "time went backwards: now = {now_ns} ns after {} ns",
             self.now_latest_ns
         );
-        self.now_latest_ns = self.now_latest_ns.max(now_ns);
+        if cfg!(debug_assertions) {
+            self.now_latest_ns = self.now_latest_ns.max(now_ns);
+        }
         now_ns
     }
 
