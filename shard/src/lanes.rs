@@ -914,6 +914,7 @@ where
         }
     }
 
+    #[inline(always)]
     fn remove(&mut self, place: u32) {
         let lane = &mut self.places[place as usize];
         debug_assert!(lane.inputs.is_empty() && lane.waiting_weight == 0);
