@@ -32,17 +32,18 @@ pub(crate) const BUCKETS: usize = SUB + (TOP_EXP - SUB_BITS) as usize * SUB;
 /// Words of the changed-bucket mask.
 const MASK_WORDS: usize = BUCKETS.div_ceil(64);
 
-/// The bucket of `value`.
+/// The bucket of `value`, without a branch: with `shift` the bits below a
+/// value's top `SUB_BITS + 1` (none below `2 * SUB`), `value >> shift` is
+/// the value itself below `2 * SUB` and otherwise in `SUB..2 * SUB`, its
+/// top bit the power of two and the rest the sub-bucket; each power of two
+/// past the first adds `SUB`. Values of `2^TOP_EXP` and up land past the
+/// last bucket and are clamped into it.
+#[inline]
 fn bucket_of(value: u64) -> usize {
-    if value < SUB as u64 {
-        return value as usize;
-    }
-    let exp = 63 - value.leading_zeros();
-    if exp >= TOP_EXP {
-        return BUCKETS - 1;
-    }
-    let sub = (value >> (exp - SUB_BITS)) as usize & (SUB - 1);
-    SUB + (exp - SUB_BITS) as usize * SUB + sub
+    let exp = 63 - (value | 1).leading_zeros();
+    let shift = exp.max(SUB_BITS) - SUB_BITS;
+    let bucket = shift as usize * SUB + (value >> shift) as usize;
+    bucket.min(BUCKETS - 1)
 }
 
 /// The highest value that falls in `bucket` (the last bucket has none: it
@@ -69,7 +70,7 @@ fn highest_in(bucket: usize) -> u64 {
 /// reader of the counts settles first (publishing does).
 #[derive(Clone, Debug)]
 pub struct Histogram {
-    counts: Box<[u64]>,
+    counts: Box<[u64; BUCKETS]>,
     count: u64,
     sum: u128,
     max: u64,
@@ -84,7 +85,7 @@ pub struct Histogram {
 impl Default for Histogram {
     fn default() -> Self {
         Self {
-            counts: vec![0; BUCKETS].into_boxed_slice(),
+            counts: Box::new([0; BUCKETS]),
             count: 0,
             sum: 0,
             max: 0,
@@ -145,7 +146,7 @@ impl Histogram {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn counts(&self) -> &[u64] {
         self.assert_settled();
-        &self.counts
+        &self.counts[..]
     }
 
     /// The value that stands for `bucket` when its counts are handed on.
@@ -451,6 +452,39 @@ mod tests {
         }
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
         assert_eq!(bucket_of(1 << TOP_EXP), BUCKETS - 1);
+    }
+
+    #[test]
+    fn the_bucket_index_matches_its_definition_by_cases() {
+        // The definition, one case at a time: exact below `SUB`, then `SUB`
+        // buckets per power of two, everything from `2^TOP_EXP` in the last.
+        let by_cases = |value: u64| -> usize {
+            if value < SUB as u64 {
+                return value as usize;
+            }
+            let exp = 63 - value.leading_zeros();
+            if exp >= TOP_EXP {
+                return BUCKETS - 1;
+            }
+            let sub = (value >> (exp - SUB_BITS)) as usize & (SUB - 1);
+            SUB + (exp - SUB_BITS) as usize * SUB + sub
+        };
+        let around_each_power = (0..64).flat_map(|exp| {
+            let power = 1_u64 << exp;
+            [
+                power - 1,
+                power,
+                power + 1,
+                power | (power >> 1),
+                power.wrapping_mul(3) / 2,
+            ]
+        });
+        for value in (0..10_000)
+            .chain(around_each_power)
+            .chain([u64::MAX - 1, u64::MAX])
+        {
+            assert_eq!(bucket_of(value), by_cases(value), "value {value}");
+        }
     }
 
     #[test]
