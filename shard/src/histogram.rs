@@ -13,7 +13,9 @@
 //! Three forms:
 //!
 //! - [`Histogram`]: the shard's own, plain counts; remembers which buckets
-//!   changed since they were last published.
+//!   changed since they were last published, and counts a run of equal
+//!   values of a figure that repeats (a batch's size) before it reaches
+//!   the buckets.
 //! - [`PublishedHistogram`]: the same counts as relaxed atomics, written by
 //!   the shard (only the buckets that changed) and read by any thread.
 //! - [`Distribution`]: what a reader gets, a copy of the counts with the
