@@ -6,9 +6,10 @@
 //! queue may be out at once. How many is the caller's business (it counts
 //! its slots, `max_in_flight_batches`); this queue only decides what goes in
 //! the next batch and when one may go. Time is passed in as `now`,
-//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed, never going
-//! backwards from one call to the next (debug builds assert it), so every
-//! method is a plain step that a test can drive against a model.
+//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed,
+//! never going backwards from one call to the next (debug builds assert
+//! it), so every method is a plain step that a test can drive against a
+//! model.
 //!
 //! A batch is *ready* to be taken when the queue holds an input and
 //! - the queue is closed, or
@@ -54,7 +55,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::config::LanesConfig;
-use crate::nanos::Nanos;
+use crate::nanos::{Latest, Nanos};
 use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
@@ -211,9 +212,9 @@ pub struct Fifo<T> {
     inputs: VecDeque<Queued<T>>,
     waiting_weight: u64,
     closed: bool,
-    /// The latest `now` given to any method, in nanoseconds, kept in debug
-    /// builds only (they check that time never goes backwards).
-    now_latest_ns: u64,
+    /// The latest `now` given to any method (debug builds check that time
+    /// never goes backwards).
+    now_latest: Latest,
 }
 
 impl<T> Fifo<T> {
@@ -244,7 +245,7 @@ impl<T> Fifo<T> {
             inputs: VecDeque::new(),
             waiting_weight: 0,
             closed: false,
-            now_latest_ns: 0,
+            now_latest: Latest::default(),
         }
     }
 
@@ -672,16 +673,7 @@ impl<T> Fifo<T> {
     /// latest `now` seen, and recording it (both in debug builds only): the
     /// front is the oldest input only while arrivals never go backwards.
     fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
-        let now_ns = now.into().as_u64();
-        debug_assert!(
-            now_ns >= self.now_latest_ns,
-            "time went backwards: now = {now_ns} ns after {} ns",
-            self.now_latest_ns
-        );
-        if cfg!(debug_assertions) {
-            self.now_latest_ns = self.now_latest_ns.max(now_ns);
-        }
-        now_ns
+        self.now_latest.observe(now)
     }
 
     /// The invariants of the module docs that hold in O(1) (the weight sum

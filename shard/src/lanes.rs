@@ -3,10 +3,10 @@
 //! A *lane* holds one key's waiting inputs in (rank, admission) order. It is
 //! *waiting* (partial and not yet due), *ready* (full, due, or the shard is
 //! closing) or *busy* (its batch is in flight). Time is passed in as `now`,
-//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed, never going
-//! backwards from one call to the next (debug builds assert it), so every
-//! method is a plain step that a test can drive one at a time against a
-//! model.
+//! [`Nanos`] (or a `Duration`) since any origin the caller keeps fixed,
+//! never going backwards from one call to the next (debug builds assert
+//! it), so every method is a plain step that a test can drive one at a time
+//! against a model.
 //!
 //! What this structure guarantees (numbers are SPEC §1):
 //! - G1: [`Lanes::take`] marks the lane busy in the same call, and a busy lane
@@ -64,7 +64,7 @@ use hashbrown::HashTable;
 use crate::config::LanesConfig;
 use crate::key_hash::key_hash;
 use crate::longest::Longest;
-use crate::nanos::Nanos;
+use crate::nanos::{Latest, Nanos};
 use crate::queue::Taken;
 use crate::refused::{Refusal, Refused};
 
@@ -363,9 +363,9 @@ pub struct Lanes<K, T> {
     waiting: usize,
     waiting_weight: u64,
     closed: bool,
-    /// The latest `now` given to any method, in nanoseconds, kept in debug
-    /// builds only: time never goes backwards (module docs), and they check it.
-    now_latest_ns: u64,
+    /// The latest `now` given to any method (debug builds check that time
+    /// never goes backwards).
+    now_latest: Latest,
     /// The `longest_lane` gauge (see `longest.rs`).
     longest: Longest,
 }
@@ -401,7 +401,7 @@ where
             waiting: 0,
             waiting_weight: 0,
             closed: false,
-            now_latest_ns: 0,
+            now_latest: Latest::default(),
             longest: Longest::default(),
         }
     }
@@ -412,16 +412,7 @@ where
     /// computed from arrivals, and an arrival stamped later than a take's
     /// `now` would make the deadline FIFO's order (module docs) a lie.
     fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
-        let now_ns = now.into().as_u64();
-        debug_assert!(
-            now_ns >= self.now_latest_ns,
-            "time went backwards: now = {now_ns} ns after {} ns",
-            self.now_latest_ns
-        );
-        if cfg!(debug_assertions) {
-            self.now_latest_ns = self.now_latest_ns.max(now_ns);
-        }
-        now_ns
+        self.now_latest.observe(now)
     }
 
     /// The bounds this structure keeps.

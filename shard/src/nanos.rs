@@ -71,6 +71,31 @@ impl Add<Duration> for Nanos {
     }
 }
 
+/// The latest `now` a pure queue was given, for the check that its time
+/// never goes backwards: kept, and checked, in debug builds only.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Latest {
+    ns: u64,
+}
+
+impl Latest {
+    /// `now` in nanoseconds, after checking that it is not earlier than the
+    /// latest `now` seen, and recording it (both in debug builds only).
+    #[inline]
+    pub(crate) fn observe(&mut self, now: impl Into<Nanos>) -> u64 {
+        let now_ns = now.into().as_u64();
+        debug_assert!(
+            now_ns >= self.ns,
+            "time went backwards: now = {now_ns} ns after {} ns",
+            self.ns
+        );
+        if cfg!(debug_assertions) {
+            self.ns = self.ns.max(now_ns);
+        }
+        now_ns
+    }
+}
+
 /// Whole nanoseconds of `span`, saturating at `u64::MAX`.
 pub(crate) fn nanos(span: Duration) -> u64 {
     Nanos::from(span).as_u64()
