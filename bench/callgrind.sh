@@ -13,6 +13,14 @@
 #   bash bench/callgrind.sh            # INPUTS=200000 by default
 #   INPUTS=1000000 bash bench/callgrind.sh
 #
+# It builds with the release profile as it stands; cargo's environment
+# variables override it. With the default 16 codegen units, what gets
+# inlined can shift with a change elsewhere, by up to about 100 an input;
+# count a small change with one unit as well (docs/benchmarks.md, "The
+# count under other builds"):
+#
+#   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 CARGO_TARGET_DIR=/tmp/cgu1 bash bench/callgrind.sh
+#
 # The shards run on tokio: under valgrind (3.19 here) a glommio shard
 # never finishes starting; the run hangs without using any CPU.
 set -euo pipefail
