@@ -66,23 +66,21 @@
 mod sim;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use ferry_shard::parts::{
     answer_cell, BatchOutcome, LaneId, LaneState, Lanes, Offer, Receiver, ShardCore, Submission,
     Waiter,
 };
 use ferry_shard::{key_hash, FerryError, Refused};
-use tokio::sync::oneshot;
 
 use sim::answer::{try_answer, Caller, Dropped};
+use sim::flushes::Flushes;
 use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
+use sim::seeds::{self, Tally};
 
 /// Seeds played by a plain `cargo test`.
-const SEEDS_DEFAULT: u64 = 1_000;
 /// Events one seed may take before the run counts as stuck.
 const STEPS_MAX: usize = 200_000;
 
@@ -156,7 +154,7 @@ struct Summary {
     flushes_told_after_waiting: u64,
 }
 
-impl Summary {
+impl Tally for Summary {
     fn add(&mut self, other: &Summary) {
         self.admitted += other.admitted;
         self.refused_full += other.refused_full;
@@ -188,16 +186,6 @@ impl Summary {
         self.flushes_told += other.flushes_told;
         self.flushes_told_after_waiting += other.flushes_told_after_waiting;
     }
-}
-
-/// A flush request and what it waits for.
-struct Flush {
-    number: usize,
-    requested_at: u64,
-    /// Inputs admitted before the request and not resolved yet.
-    awaits: BTreeSet<u64>,
-    waited: bool,
-    told: oneshot::Receiver<()>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -244,8 +232,7 @@ struct Sim {
     drops: Vec<(u64, u64)>,
     /// Withdrawal notices on their way to the shard: (tick, key).
     notices: Vec<(u64, u32)>,
-    flush_next: usize,
-    flushes: Vec<Flush>,
+    flushes: Flushes,
     /// Highest rank sent so far, per key (to count late inputs).
     rank_sent_max: BTreeMap<u32, i64>,
     summary: Summary,
@@ -301,8 +288,7 @@ impl Sim {
             extra,
             drops: Vec::new(),
             notices: Vec::new(),
-            flush_next: 0,
-            flushes: Vec::new(),
+            flushes: Flushes::default(),
             rank_sent_max: BTreeMap::new(),
             summary: Summary::default(),
             strict_fairness,
@@ -437,14 +423,14 @@ impl Sim {
     }
 
     fn flush_pending(&self) -> bool {
-        self.flush_next < self.scenario.overload.flush_ticks.len()
+        self.flushes.requested() < self.scenario.overload.flush_ticks.len()
     }
 
     fn flush_due(&self) -> bool {
         self.scenario
             .overload
             .flush_ticks
-            .get(self.flush_next)
+            .get(self.flushes.requested())
             .is_some_and(|&t| t <= self.now)
     }
 
@@ -484,7 +470,7 @@ impl Sim {
             self.scenario
                 .overload
                 .flush_ticks
-                .get(self.flush_next)
+                .get(self.flushes.requested())
                 .copied(),
         ];
         Ok(candidates.into_iter().flatten().min())
@@ -1048,67 +1034,16 @@ impl Sim {
 
     /// A flush is requested: it waits for every input open now.
     fn flush(&mut self) {
-        let number = self.flush_next;
-        self.flush_next += 1;
-        let (reply, told) = oneshot::channel();
-        self.core.flush(reply);
+        let number = self.flushes.request(&mut self.core, self.now, &self.open);
         trace!(self, "flush {number} waits for {:?}", self.open);
-        self.flushes.push(Flush {
-            number,
-            requested_at: self.now,
-            awaits: self.open.clone(),
-            waited: !self.open.is_empty(),
-            told,
-        });
         self.summary.flushes += 1;
     }
 
-    /// After every event: the flushes the shard completed are told (as its
-    /// driver does once the stats are published), and each flush has been
-    /// told exactly if every input admitted before it is resolved: not
-    /// before, and not after the event that resolved the last of them.
+    /// After every event: the flushes told so far (see `sim/flushes.rs`).
     fn settle_flushes(&mut self) -> Result<(), String> {
-        for reply in self.core.take_flushed() {
-            ensure!(
-                reply.send(()).is_ok(),
-                "flush: a request completed twice, or after its caller left"
-            );
-        }
-        let mut at_ = 0;
-        while at_ < self.flushes.len() {
-            let flush = &mut self.flushes[at_];
-            flush.awaits.retain(|id| self.open.contains(id));
-            let told = match try_answer(&mut flush.told) {
-                Ok(told) => told.is_some(),
-                Err(Dropped) => {
-                    return Err(format!(
-                        "flush {} (requested at {}) dropped without being told",
-                        flush.number, flush.requested_at
-                    ))
-                }
-            };
-            ensure!(
-                told == flush.awaits.is_empty(),
-                "flush {} (requested at {}): {}",
-                flush.number,
-                flush.requested_at,
-                if told {
-                    format!(
-                        "told while {:?}, admitted before it, are unresolved",
-                        flush.awaits
-                    )
-                } else {
-                    "not told, though every input admitted before it is resolved".to_string()
-                }
-            );
-            if told {
-                self.summary.flushes_told += 1;
-                self.summary.flushes_told_after_waiting += u64::from(flush.waited);
-                self.flushes.swap_remove(at_);
-            } else {
-                at_ += 1;
-            }
-        }
+        let told = self.flushes.settle(&mut self.core, &self.open)?;
+        self.summary.flushes_told += told.flushes;
+        self.summary.flushes_told_after_waiting += told.after_waiting;
         Ok(())
     }
 
@@ -1440,9 +1375,9 @@ impl Sim {
             stats.withdrawn
         );
         ensure!(
-            self.flushes.is_empty(),
+            self.flushes.untold().is_empty(),
             "flushes never told: {:?}",
-            self.flushes.iter().map(|f| f.number).collect::<Vec<_>>()
+            self.flushes.untold()
         );
         ensure!(
             self.gone.is_empty(),
@@ -1462,18 +1397,7 @@ struct Mode {
 
 /// Plays one seed; a panic inside the shard counts as a failure of the seed.
 fn play(seed: u64, mode: Mode) -> Result<Summary, String> {
-    let run = || Sim::new(seed, mode.strict_fairness, mode.trace).run();
-    match std::panic::catch_unwind(run) {
-        Ok(result) => result,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".to_string());
-            Err(format!("panicked: {message}"))
-        }
-    }
+    seeds::play(|| Sim::new(seed, mode.strict_fairness, mode.trace).run())
 }
 
 fn replay_command(seed: u64, mode: Mode) -> String {
@@ -1484,93 +1408,18 @@ fn replay_command(seed: u64, mode: Mode) -> String {
     }
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    match value.replace('_', "").parse() {
-        Ok(number) => Some(number),
-        Err(_) => panic!("{name}={value} is not a number"),
-    }
-}
-
-/// Plays `count` seeds from `first` (on all cores when there are more than
-/// the default); the lowest failing seed and its message, if any, and the
-/// summed summary.
-fn play_many(first: u64, count: u64, mode: Mode) -> (Option<(u64, String)>, Summary) {
-    let threads = if count > SEEDS_DEFAULT {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        1
-    };
-    let next = AtomicU64::new(first);
-    let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<(u64, String)>> = Mutex::new(None);
-    let total: Mutex<Summary> = Mutex::new(Summary::default());
-    let progress_every = (count / 20).max(1_000_000);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut sum = Summary::default();
-                while !stop.load(Ordering::Relaxed) {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= first + count {
-                        break;
-                    }
-                    if (seed - first) % progress_every == 0 && seed > first {
-                        eprintln!("simulation: {} seeds played", seed - first);
-                    }
-                    match play(seed, mode) {
-                        Ok(summary) => sum.add(&summary),
-                        Err(message) => {
-                            stop.store(true, Ordering::Relaxed);
-                            let mut failure = failure.lock().unwrap();
-                            if failure.as_ref().is_none_or(|(s, _)| seed < *s) {
-                                *failure = Some((seed, message));
-                            }
-                        }
-                    }
-                }
-                total.lock().unwrap().add(&sum);
-            });
-        }
-    });
-    (failure.into_inner().unwrap(), total.into_inner().unwrap())
-}
-
 /// Plays the seeds the environment asks for (see the module docs) and fails
 /// with the replay command of the first seed that breaks a guarantee.
 fn play_seeds(strict_fairness: bool) -> Option<Summary> {
-    let mode = Mode {
+    let mode = |trace| Mode {
         strict_fairness,
-        trace: std::env::var_os("FERRY_SIM_TRACE").is_some(),
+        trace,
     };
-    if let Some(seed) = env_u64("FERRY_SIM_SEED") {
-        if let Err(message) = play(seed, mode) {
-            panic!(
-                "seed {seed} failed: {message}\nreplay: {}",
-                replay_command(seed, mode)
-            );
-        }
-        eprintln!("seed {seed} passed");
-        return None;
-    }
-    let first = env_u64("FERRY_SIM_FIRST").unwrap_or(0);
-    let count = env_u64("FERRY_SIM_SEEDS").unwrap_or(SEEDS_DEFAULT);
-    let (failure, summary) = play_many(
-        first,
-        count,
-        Mode {
-            trace: false,
-            ..mode
-        },
-    );
-    if let Some((seed, message)) = failure {
-        panic!(
-            "seed {seed} failed: {message}\nreplay: {}\n(add FERRY_SIM_TRACE=1 and `-- --nocapture` to see every event)",
-            replay_command(seed, mode)
-        );
-    }
-    eprintln!("simulation: {count} seeds from {first} passed: {summary:?}");
-    Some(summary)
+    seeds::play_seeds(
+        "simulation",
+        |seed, trace| play(seed, mode(trace)),
+        |seed| replay_command(seed, mode(false)),
+    )
 }
 
 #[test]

@@ -60,26 +60,29 @@
 
 #[path = "sim/answer.rs"]
 mod answer;
+#[path = "sim/flushes.rs"]
+mod flushes;
 #[path = "sim/rng.rs"]
 mod rng;
+#[path = "sim/seeds.rs"]
+mod seeds;
 #[path = "sim/unkeyed_reference.rs"]
 mod unkeyed_reference;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_shard::parts::{answer_cell, BatchOutcome, Fifo, Offer, Reply, ShardCore, Waiter};
 use ferry_shard::{FerryError, LanesConfig, Refused};
-use tokio::sync::oneshot;
 
 use answer::{try_answer, Caller, Dropped};
+use flushes::Flushes;
 use rng::Rng;
+use seeds::Tally;
 use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 
 /// Seeds played by a plain `cargo test`.
-const SEEDS_DEFAULT: u64 = 1_000;
 /// Events one seed may take before the run counts as stuck.
 const STEPS_MAX: usize = 200_000;
 
@@ -395,7 +398,7 @@ struct Summary {
     flushes_told_after_waiting: u64,
 }
 
-impl Summary {
+impl Tally for Summary {
     fn add(&mut self, other: &Summary) {
         self.admitted += other.admitted;
         self.refused_full += other.refused_full;
@@ -426,16 +429,6 @@ impl Summary {
         self.flushes_told += other.flushes_told;
         self.flushes_told_after_waiting += other.flushes_told_after_waiting;
     }
-}
-
-/// A flush request and what it waits for.
-struct Flush {
-    number: usize,
-    requested_at: u64,
-    /// Inputs admitted before the request and not resolved yet.
-    awaits: BTreeSet<u64>,
-    waited: bool,
-    told: oneshot::Receiver<()>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -482,8 +475,7 @@ struct Sim {
     drops: Vec<(u64, u64)>,
     /// Withdrawal notices on their way to the core, by arrival tick.
     notices: Vec<u64>,
-    flush_next: usize,
-    flushes: Vec<Flush>,
+    flushes: Flushes,
     /// Admitted inputs, in admission order, and sent inputs, in the order
     /// their batches started: FIFO says they end up equal.
     admitted_order: Vec<u64>,
@@ -538,8 +530,7 @@ impl Sim {
             extra,
             drops: Vec::new(),
             notices: Vec::new(),
-            flush_next: 0,
-            flushes: Vec::new(),
+            flushes: Flushes::default(),
             admitted_order: Vec::new(),
             sent_order: Vec::new(),
             summary: Summary::default(),
@@ -654,14 +645,14 @@ impl Sim {
             && self.closed
             && self.drops.is_empty()
             && self.notices.is_empty()
-            && self.flush_next == self.scenario.overload.flush_ticks.len()
+            && self.flushes.requested() == self.scenario.overload.flush_ticks.len()
     }
 
     fn flush_due(&self) -> bool {
         self.scenario
             .overload
             .flush_ticks
-            .get(self.flush_next)
+            .get(self.flushes.requested())
             .is_some_and(|&t| t <= self.now)
     }
 
@@ -703,7 +694,7 @@ impl Sim {
             self.scenario
                 .overload
                 .flush_ticks
-                .get(self.flush_next)
+                .get(self.flushes.requested())
                 .copied(),
         ];
         Ok(candidates.into_iter().flatten().min())
@@ -1114,67 +1105,16 @@ impl Sim {
 
     /// A flush is requested: it waits for every input open now.
     fn flush(&mut self) {
-        let number = self.flush_next;
-        self.flush_next += 1;
-        let (reply, told) = oneshot::channel();
-        self.core.flush(reply);
+        let number = self.flushes.request(&mut self.core, self.now, &self.open);
         trace!(self, "flush {number} waits for {:?}", self.open);
-        self.flushes.push(Flush {
-            number,
-            requested_at: self.now,
-            awaits: self.open.clone(),
-            waited: !self.open.is_empty(),
-            told,
-        });
         self.summary.flushes += 1;
     }
 
-    /// After every event: the flushes the core completed are told (as the
-    /// shard loop does once the stats are published), and each flush has
-    /// been told exactly if every input admitted before it is resolved:
-    /// not before, and not after the event that resolved the last of them.
+    /// After every event: the flushes told so far (see `sim/flushes.rs`).
     fn settle_flushes(&mut self) -> Result<(), String> {
-        for reply in self.core.take_flushed() {
-            ensure!(
-                reply.send(()).is_ok(),
-                "flush: a request completed twice, or after its caller left"
-            );
-        }
-        let mut at_ = 0;
-        while at_ < self.flushes.len() {
-            let flush = &mut self.flushes[at_];
-            flush.awaits.retain(|id| self.open.contains(id));
-            let told = match try_answer(&mut flush.told) {
-                Ok(told) => told.is_some(),
-                Err(Dropped) => {
-                    return Err(format!(
-                        "flush {} (requested at {}) dropped without being told",
-                        flush.number, flush.requested_at
-                    ))
-                }
-            };
-            ensure!(
-                told == flush.awaits.is_empty(),
-                "flush {} (requested at {}): {}",
-                flush.number,
-                flush.requested_at,
-                if told {
-                    format!(
-                        "told while {:?}, admitted before it, are unresolved",
-                        flush.awaits
-                    )
-                } else {
-                    "not told, though every input admitted before it is resolved".to_string()
-                }
-            );
-            if told {
-                self.summary.flushes_told += 1;
-                self.summary.flushes_told_after_waiting += u64::from(flush.waited);
-                self.flushes.swap_remove(at_);
-            } else {
-                at_ += 1;
-            }
-        }
+        let told = self.flushes.settle(&mut self.core, &self.open)?;
+        self.summary.flushes_told += told.flushes;
+        self.summary.flushes_told_after_waiting += told.after_waiting;
         Ok(())
     }
 
@@ -1494,9 +1434,9 @@ impl Sim {
             stats.withdrawn
         );
         ensure!(
-            self.flushes.is_empty(),
+            self.flushes.untold().is_empty(),
             "flushes never told: {:?}",
-            self.flushes.iter().map(|f| f.number).collect::<Vec<_>>()
+            self.flushes.untold()
         );
         ensure!(
             self.gone.is_empty(),
@@ -1509,95 +1449,18 @@ impl Sim {
 
 /// Plays one seed; a panic inside the core counts as a failure of the seed.
 fn play(seed: u64, trace: bool) -> Result<Summary, String> {
-    match std::panic::catch_unwind(|| Sim::new(seed, trace).run()) {
-        Ok(result) => result,
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".to_string());
-            Err(format!("panicked: {message}"))
-        }
-    }
+    seeds::play(|| Sim::new(seed, trace).run())
 }
 
 fn replay_command(seed: u64) -> String {
     format!("FERRY_SIM_SEED={seed} cargo test -p ferry-shard --test simulation_unkeyed")
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    match value.replace('_', "").parse() {
-        Ok(number) => Some(number),
-        Err(_) => panic!("{name}={value} is not a number"),
-    }
-}
-
-/// Plays `count` seeds from `first` (on all cores when there are more than
-/// the default); the lowest failing seed and its message, if any, and the
-/// summed summary.
-fn play_many(first: u64, count: u64) -> (Option<(u64, String)>, Summary) {
-    let threads = if count > SEEDS_DEFAULT {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        1
-    };
-    let next = AtomicU64::new(first);
-    let stop = AtomicBool::new(false);
-    let failure: Mutex<Option<(u64, String)>> = Mutex::new(None);
-    let total: Mutex<Summary> = Mutex::new(Summary::default());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut sum = Summary::default();
-                while !stop.load(Ordering::Relaxed) {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= first + count {
-                        break;
-                    }
-                    match play(seed, false) {
-                        Ok(summary) => sum.add(&summary),
-                        Err(message) => {
-                            stop.store(true, Ordering::Relaxed);
-                            let mut failure = failure.lock().unwrap();
-                            if failure.as_ref().is_none_or(|(s, _)| seed < *s) {
-                                *failure = Some((seed, message));
-                            }
-                        }
-                    }
-                }
-                total.lock().unwrap().add(&sum);
-            });
-        }
-    });
-    (failure.into_inner().unwrap(), total.into_inner().unwrap())
-}
-
 #[test]
 fn every_seed_keeps_fifo_slots_and_g4_g6_g9_g10() {
-    if let Some(seed) = env_u64("FERRY_SIM_SEED") {
-        let trace = std::env::var_os("FERRY_SIM_TRACE").is_some();
-        if let Err(message) = play(seed, trace) {
-            panic!(
-                "seed {seed} failed: {message}\nreplay: {}",
-                replay_command(seed)
-            );
-        }
-        eprintln!("seed {seed} passed");
+    let Some(summary) = seeds::play_seeds("unkeyed simulation", play, replay_command) else {
         return;
-    }
-    let first = env_u64("FERRY_SIM_FIRST").unwrap_or(0);
-    let count = env_u64("FERRY_SIM_SEEDS").unwrap_or(SEEDS_DEFAULT);
-    let (failure, summary) = play_many(first, count);
-    if let Some((seed, message)) = failure {
-        panic!(
-            "seed {seed} failed: {message}\nreplay: {}\n\
-             (add FERRY_SIM_TRACE=1 and `-- --nocapture` to see every event)",
-            replay_command(seed)
-        );
-    }
-    eprintln!("unkeyed simulation: {count} seeds from {first} passed: {summary:?}");
+    };
     // The seeds reach every case the checks are about; otherwise a passing
     // run would prove little.
     let reached = [

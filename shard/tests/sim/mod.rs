@@ -2,6 +2,8 @@
 //! seed plays, and the independent reference it is checked against.
 
 pub mod answer;
+pub mod flushes;
 pub mod reference;
 pub mod rng;
 pub mod scenario;
+pub mod seeds;
