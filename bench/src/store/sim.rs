@@ -603,19 +603,17 @@ mod tests {
     }
 
     #[test]
-    fn answers_come_back_one_rtt_after_they_were_sent() {
+    fn answers_come_back_no_sooner_than_one_rtt_after_they_were_sent() {
         let rtt = Duration::from_millis(2);
         let store = SimStore::start(1, rtt).unwrap();
         for _ in 0..20 {
             let sent = Instant::now();
             block_on(store.read(0)).unwrap();
             let took = sent.elapsed();
+            // Only the lower bound is the store's to keep: how late an
+            // answer comes depends on what else the machine runs (the
+            // lateness it records goes into the report, not into a test).
             assert!(took >= rtt, "answered early: {took:?}");
-            // Generous: CI machines are busy; the report shows the real figure.
-            assert!(
-                took < rtt + Duration::from_millis(5),
-                "answered late: {took:?}"
-            );
         }
         assert_eq!(store.take_lateness().len(), 20);
         assert_eq!(store.take_lateness().len(), 0);
