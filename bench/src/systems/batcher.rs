@@ -17,7 +17,7 @@ use ferry::{Batcher, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
 use crate::systems::ferry::{outcome, shard_runtime};
-use crate::systems::{outputs, BatchCounts, Call, IdleCounts, Outcome, Settings, System};
+use crate::systems::{outputs, Call, Outcome, Settings, System};
 
 type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
 
@@ -90,28 +90,12 @@ impl System for BatcherSystem {
         )
     }
 
-    fn batch_counts(&self) -> Option<BatchCounts> {
-        let total = self.batcher.stats().total();
-        Some(BatchCounts {
-            batches: total.batches,
-            inputs: total.sent,
-        })
-    }
-
     fn runtime(&self) -> Option<ferry::Runtime> {
         Some(self.batcher.runtime())
     }
 
     fn engine_stats(&self) -> Option<ferry::ShardStats> {
         Some(self.batcher.stats().total())
-    }
-
-    fn idle_counts(&self) -> Option<IdleCounts> {
-        let total = self.batcher.stats().total();
-        Some(IdleCounts {
-            dozes: total.dozes,
-            parks: total.parks,
-        })
     }
 
     fn close(&mut self) {

@@ -19,7 +19,7 @@ use futures::{FutureExt, StreamExt};
 use ferry::{Engine, FerryError, Runtime, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::{outputs, BatchCounts, Call, IdleCounts, Outcome, Settings, System};
+use crate::systems::{outputs, Call, Outcome, Settings, System};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
 /// asked for on the sim; tokio on a real store, whose tokio-based client
@@ -129,28 +129,12 @@ impl System for FerrySystem {
         )
     }
 
-    fn batch_counts(&self) -> Option<BatchCounts> {
-        let total = self.engine.stats().total();
-        Some(BatchCounts {
-            batches: total.batches,
-            inputs: total.sent,
-        })
-    }
-
     fn runtime(&self) -> Option<ferry::Runtime> {
         Some(self.engine.runtime())
     }
 
     fn engine_stats(&self) -> Option<ferry::ShardStats> {
         Some(self.engine.stats().total())
-    }
-
-    fn idle_counts(&self) -> Option<IdleCounts> {
-        let total = self.engine.stats().total();
-        Some(IdleCounts {
-            dozes: total.dozes,
-            parks: total.parks,
-        })
     }
 
     fn close(&mut self) {

@@ -127,13 +127,22 @@ pub trait System: Send + Sync + 'static {
     }
 
     /// Batches started so far and the inputs they carried; `None` when every
-    /// batch is one input by construction.
-    fn batch_counts(&self) -> Option<BatchCounts>;
+    /// batch is one input by construction. Read from
+    /// [`engine_stats`](Self::engine_stats) unless a system counts its own.
+    fn batch_counts(&self) -> Option<BatchCounts> {
+        self.engine_stats().map(|total| BatchCounts {
+            batches: total.batches,
+            inputs: total.sent,
+        })
+    }
 
     /// Dozes and parks of the system's shards so far; `None` without
-    /// shards of that kind.
+    /// shards of that kind. Read from [`engine_stats`](Self::engine_stats).
     fn idle_counts(&self) -> Option<IdleCounts> {
-        None
+        self.engine_stats().map(|total| IdleCounts {
+            dozes: total.dozes,
+            parks: total.parks,
+        })
     }
 
     /// The runtime of the system's shards; `None` without shards of that
