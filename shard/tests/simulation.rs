@@ -80,7 +80,6 @@ use sim::rng::Rng;
 use sim::scenario::{at, Input, Plan, Scenario};
 use sim::seeds::{self, Tally};
 
-/// Seeds played by a plain `cargo test`.
 /// Events one seed may take before the run counts as stuck.
 const STEPS_MAX: usize = 200_000;
 

@@ -82,7 +82,6 @@ use rng::Rng;
 use seeds::Tally;
 use unkeyed_reference::{Bounds, Reference, Take, NOTICE_SCAN};
 
-/// Seeds played by a plain `cargo test`.
 /// Events one seed may take before the run counts as stuck.
 const STEPS_MAX: usize = 200_000;
 

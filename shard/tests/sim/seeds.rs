@@ -10,7 +10,7 @@ use std::panic::UnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Seeds played when the environment does not say.
+/// Seeds played when the environment does not say (a plain `cargo test`).
 pub const SEEDS_DEFAULT: u64 = 1_000;
 
 /// What a run counts, summed over seeds to show the simulation reached
