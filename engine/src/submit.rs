@@ -24,40 +24,54 @@ use ferry_shard::{Answer, FerryError, LocalAnswer, Outcome, Refused};
 /// assert_eq!(futures::executor::block_on(submit), Ok(5));
 /// ```
 #[must_use = "the outcome of the input is in this future (dropping it withdraws the input only with withdraw_on_drop)"]
-///
-/// Two words: an input refused on the spot is answered through a cell like
-/// any other.
 pub struct Submit<I, O, E> {
-    answer: Answer<I, O, E>,
+    state: SubmitState<I, O, E>,
+}
+
+enum SubmitState<I, O, E> {
+    Ready(Option<Outcome<I, O, E>>),
+    Waiting(Answer<I, O, E>),
 }
 
 impl<I, O, E> Submit<I, O, E> {
     pub(crate) fn refused(input: I, reason: Refused) -> Self {
-        Self::waiting(Answer::ready(Err(FerryError::Refused { input, reason })))
+        Self {
+            state: SubmitState::Ready(Some(Err(FerryError::Refused { input, reason }))),
+        }
     }
 
     pub(crate) fn waiting(answer: Answer<I, O, E>) -> Self {
-        Self { answer }
+        Self {
+            state: SubmitState::Waiting(answer),
+        }
     }
 }
 
-// Nothing in a `Submit` is pinned structurally: the answer is `Unpin`.
+// Nothing in a `Submit` is pinned structurally: the outcome is moved out
+// whole and the answer is itself `Unpin`.
 impl<I, O, E> Unpin for Submit<I, O, E> {}
 
 impl<I, O, E> Future for Submit<I, O, E> {
     type Output = Outcome<I, O, E>;
 
-    #[inline(always)]
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.get_mut().answer).poll(cx)
+        match &mut self.get_mut().state {
+            SubmitState::Ready(outcome) => {
+                Poll::Ready(outcome.take().expect("Submit polled after it completed"))
+            }
+            SubmitState::Waiting(answer) => Pin::new(answer).poll(cx),
+        }
     }
 }
 
 impl<I, O, E> std::fmt::Debug for Submit<I, O, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Submit")
-            .field("answer", &self.answer)
-            .finish()
+        let state = match self.state {
+            SubmitState::Ready(_) => "ready",
+            SubmitState::Waiting(_) => "waiting",
+        };
+        f.debug_struct("Submit").field("state", &state).finish()
     }
 }
 

@@ -167,9 +167,6 @@ struct Cell<T, W> {
     state: W,
     waker: UnsafeCell<Option<Waker>>,
     value: UnsafeCell<MaybeUninit<T>>,
-    /// The receiver took the outcome (polling again is a mistake). Only the
-    /// receiver touches it, so that the receiver itself is one pointer.
-    taken: UnsafeCell<bool>,
 }
 
 /// The receiver's answer when the sender was dropped without sending.
@@ -224,7 +221,6 @@ fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
         state: W::new(),
         waker: UnsafeCell::new(None),
         value: UnsafeCell::new(MaybeUninit::uninit()),
-        taken: UnsafeCell::new(false),
     };
     // SAFETY: the block is fresh, large and aligned enough for the cell.
     unsafe { block.as_ptr().write(cell) };
@@ -234,6 +230,7 @@ fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
     };
     let receiver = Receiver {
         cell: block,
+        taken: false,
         _value: PhantomData,
     };
     (sender, receiver)
@@ -269,8 +266,9 @@ pub struct Sender<T, W: Word = Shared> {
 /// shard.join().unwrap();
 /// ```
 pub struct Receiver<T, W: Word = Shared> {
-    /// One pointer: whether this end took the outcome is in the cell.
     cell: NonNull<Cell<T, W>>,
+    /// This end took the outcome (polling again is a mistake).
+    taken: bool,
     _value: PhantomData<T>,
 }
 
@@ -351,22 +349,14 @@ impl<T, W: Word> Receiver<T, W> {
         self.cell().state.fetch_or(CLOSED);
     }
 
-    /// Whether this end took the outcome.
-    #[inline(always)]
-    fn taken(&self) -> bool {
-        // SAFETY: only the receiver touches `taken`, and it is not shared.
-        self.cell().taken.with(|taken| unsafe { *taken })
-    }
-
     /// The outcome, if the sender finished; takes it.
     fn outcome(&mut self, state: usize) -> Option<Result<T, Unsent>> {
         if state & VALUE != 0 {
-            let cell = self.cell();
-            // SAFETY: only the receiver touches `taken`.
-            cell.taken.with_mut(|taken| unsafe { *taken = true });
+            self.taken = true;
             // SAFETY: `VALUE` was read with acquire, after the sender's one
             // write; `taken` keeps this end from reading it twice.
-            let value = cell
+            let value = self
+                .cell()
                 .value
                 .with(|slot| unsafe { (*slot).assume_init_read() });
             Some(Ok(value))
@@ -418,7 +408,7 @@ impl<T, W: Word> Future for Receiver<T, W> {
 
     #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        assert!(!self.taken(), "an answer cell polled after it answered");
+        assert!(!self.taken, "an answer cell polled after it answered");
         let state = self.cell().state.load();
         self.wait(cx.waker(), state)
     }
@@ -429,7 +419,7 @@ impl<T, W: Word> Unpin for Receiver<T, W> {}
 
 impl<T, W: Word> Drop for Receiver<T, W> {
     fn drop(&mut self) {
-        let gone = RECEIVER_GONE | if self.taken() { TAKEN } else { 0 };
+        let gone = RECEIVER_GONE | if self.taken { TAKEN } else { 0 };
         let before = self.cell().state.fetch_or(gone);
         if before & SENDER_GONE != 0 {
             // SAFETY: both ends are gone; this one came second.
@@ -449,7 +439,7 @@ impl<T, W: Word> std::fmt::Debug for Sender<T, W> {
 impl<T, W: Word> std::fmt::Debug for Receiver<T, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Receiver")
-            .field("taken", &self.taken())
+            .field("taken", &self.taken)
             .finish()
     }
 }

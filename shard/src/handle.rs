@@ -32,7 +32,6 @@ use crate::intake::Intake;
 use crate::local::{LocalShard, Nudge};
 use crate::on_glommio::Glommio;
 use crate::on_tokio::Tokio;
-use crate::pool::Pooled;
 use crate::queue::Queue;
 use crate::refused::{Refusal, Refused};
 use crate::runtime::Runtime;
@@ -373,12 +372,10 @@ where
 
     /// What an answer for the key of `hash` sends when dropped unanswered,
     /// if inputs are withdrawn on drop.
-    fn notice(&self, hash: u64) -> Option<Pooled<Notice>> {
-        self.withdraw_on_drop.then(|| {
-            Pooled::new(Notice {
-                door: Arc::clone(&self.intake) as Arc<dyn NoticeDoor>,
-                hash,
-            })
+    fn notice(&self, hash: u64) -> Option<Notice> {
+        self.withdraw_on_drop.then(|| Notice {
+            door: Arc::clone(&self.intake) as Arc<dyn NoticeDoor>,
+            hash,
         })
     }
 
@@ -746,39 +743,9 @@ struct Notice {
 /// the shard stopped without answering. `Send` and `Unpin`. With
 /// `withdraw_on_drop`, dropping it unanswered tells the shard, which
 /// withdraws the input if it has not been taken into a batch yet.
-///
-/// Two words, its notice in a pooled block of its own: a caller keeping
-/// many inputs in flight moves each into its set of futures and drops it
-/// once answered.
 pub struct Answer<I, O, E> {
     outcome: answer_cell::Receiver<Outcome<I, O, E>>,
-    notice: Option<Pooled<Notice>>,
-}
-
-impl<I, O, E> Answer<I, O, E> {
-    /// An answer that is already there: `outcome` (an input refused on the
-    /// caller's side, say), through a cell like any other.
-    ///
-    /// ```
-    /// use ferry_shard::{Answer, FerryError, Refused};
-    ///
-    /// let refused = Answer::<u32, u32, ()>::ready(Err(FerryError::Refused {
-    ///     input: 7,
-    ///     reason: Refused::Full,
-    /// }));
-    /// assert_eq!(
-    ///     futures::executor::block_on(refused),
-    ///     Err(FerryError::Refused { input: 7, reason: Refused::Full })
-    /// );
-    /// ```
-    pub fn ready(outcome: Outcome<I, O, E>) -> Self {
-        let (reply, answer) = answer_cell::<Outcome<I, O, E>>();
-        reply.send(outcome);
-        Self {
-            outcome: answer,
-            notice: None,
-        }
-    }
+    notice: Option<Notice>,
 }
 
 impl<I, O, E> Drop for Answer<I, O, E> {
@@ -803,10 +770,10 @@ impl<I, O, E> std::fmt::Debug for Answer<I, O, E> {
 impl<I, O, E> Future for Answer<I, O, E> {
     type Output = Outcome<I, O, E>;
 
-    #[inline(always)]
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let polled = Pin::new(&mut self.outcome).poll(cx);
-        if polled.is_ready() && self.notice.is_some() {
+        if polled.is_ready() {
             // Answered: there is nothing to withdraw any more.
             self.notice = None;
         }

@@ -84,54 +84,6 @@ pub(crate) unsafe fn free(block: NonNull<u8>, layout: Layout) {
     unsafe { std::alloc::dealloc(block.as_ptr(), class_layout(class)) };
 }
 
-/// A value in a block from [`alloc`]: a box that, in the steady state, does
-/// not reach the global allocator either (an answer's withdrawal notice).
-pub(crate) struct Pooled<T> {
-    value: NonNull<T>,
-}
-
-// SAFETY: a `Pooled<T>` owns its `T` as a `Box<T>` does; the block may be
-// given back on any thread.
-#[allow(unsafe_code)]
-unsafe impl<T: Send> Send for Pooled<T> {}
-// SAFETY: as for `Send`: shared, it only lends `&T`.
-#[allow(unsafe_code)]
-unsafe impl<T: Sync> Sync for Pooled<T> {}
-
-impl<T> Pooled<T> {
-    /// `value`, moved into a block.
-    #[allow(unsafe_code)]
-    pub(crate) fn new(value: T) -> Self {
-        const { assert!(std::mem::size_of::<T>() > 0, "a pooled value takes room") };
-        let block = alloc(Layout::new::<T>()).cast::<T>();
-        // SAFETY: the block is free, large and aligned enough for a `T`.
-        unsafe { block.as_ptr().write(value) };
-        Self { value: block }
-    }
-}
-
-impl<T> std::ops::Deref for Pooled<T> {
-    type Target = T;
-
-    #[allow(unsafe_code)]
-    fn deref(&self) -> &T {
-        // SAFETY: the block holds a `T` until this is dropped.
-        unsafe { self.value.as_ref() }
-    }
-}
-
-impl<T> Drop for Pooled<T> {
-    #[allow(unsafe_code)]
-    fn drop(&mut self) {
-        // SAFETY: the block holds a `T`, dropped once here; then nothing
-        // uses the block, which `alloc` handed out for this layout.
-        unsafe {
-            std::ptr::drop_in_place(self.value.as_ptr());
-            free(self.value.cast(), Layout::new::<T>());
-        }
-    }
-}
-
 /// The smallest class that holds `layout`, if any does. Inlined, so that
 /// for a layout known when compiling (a cell's) the class is too.
 #[inline(always)]
