@@ -12,6 +12,14 @@
 #
 #   bash bench/callgrind.sh            # INPUTS=200000 by default
 #   INPUTS=1000000 bash bench/callgrind.sh
+#   RUNS=5 CASES="submit 100000" bash bench/callgrind.sh
+#
+# RUNS counts each case that many times and prints the median with the
+# range: valgrind runs one thread at a time and interleaves them a little
+# differently from run to run, which moves a figure by about 20 an input
+# (more when a caller's allocations take glibc's slow path), so a change
+# smaller than that needs several runs of each build to be seen. CASES
+# (comma-separated "mode keys" pairs) counts only those cases.
 #
 # It builds with the release profile as it stands; cargo's environment
 # variables override it. With the default 16 codegen units, what gets
@@ -27,10 +35,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 inputs=${INPUTS:-200000}
+runs=${RUNS:-1}
 runtime=tokio
 # mode and keys of each case (keys are unused by the unkeyed batcher and
 # by the harness, the submit mode's callers with no engine behind them).
 cases=("submit 1000" "submit 100000" "many 1000" "many 100000" "local 1000" "batcher 1000" "harness 1")
+if [[ -n ${CASES:-} ]]; then
+    IFS=, read -r -a cases <<<"$CASES"
+fi
 
 if ! command -v valgrind >/dev/null; then
     echo "callgrind.sh: valgrind is not installed (on Debian or Ubuntu: apt-get install valgrind)" >&2
@@ -40,6 +52,16 @@ if ! [[ $inputs =~ ^[1-9][0-9]*$ ]]; then
     echo "callgrind.sh: INPUTS must be a positive number, not '$inputs'" >&2
     exit 1
 fi
+if ! [[ $runs =~ ^[1-9][0-9]*$ ]]; then
+    echo "callgrind.sh: RUNS must be a positive number, not '$runs'" >&2
+    exit 1
+fi
+for case in "${cases[@]}"; do
+    if ! [[ $case =~ ^(submit|many|local|batcher|harness)\ [1-9][0-9]*$ ]]; then
+        echo "callgrind.sh: a case is a mode (submit, many, local, batcher, harness) and a key count, not '$case'" >&2
+        exit 1
+    fi
+done
 
 # Where cargo put the example, whatever the target directory is.
 built=$(cargo build --release -p ferry-bench --example steady --message-format=json-render-diagnostics)
@@ -78,18 +100,26 @@ batches() {
     sed -n 's/.* in \([0-9]*\) batches$/\1/p' "$out/$1-$2-$3.report"
 }
 
-echo "callgrind: $inputs inputs per case, 2 shards on $runtime, files in $out"
+echo "callgrind: $inputs inputs per case, $runs run(s) each, 2 shards on $runtime, files in $out"
 printf '%-8s %7s %19s %13s\n' mode keys instructions/input inputs/batch
 for case in "${cases[@]}"; do
     read -r mode keys <<<"$case"
     baseline=$(instructions "$mode" 0 "$keys")
-    total=$(instructions "$mode" "$inputs" "$keys")
+    figures=()
+    for ((run = 1; run <= runs; run++)); do
+        total=$(instructions "$mode" "$inputs" "$keys")
+        figures+=("$(((total - baseline + inputs / 2) / inputs))")
+    done
     sent=$(batches "$mode" "$inputs" "$keys")
     [[ $mode == batcher || $mode == harness ]] && keys=-
-    awk -v mode="$mode" -v keys="$keys" -v total="$total" -v baseline="$baseline" \
-        -v inputs="$inputs" -v sent="$sent" \
+    # The median of the runs, and their range when there are several.
+    read -r median low high < <(printf '%s\n' "${figures[@]}" | sort -n |
+        awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }')
+    figure=$median
+    ((runs > 1)) && figure="$median ($low-$high)"
+    awk -v mode="$mode" -v keys="$keys" -v figure="$figure" -v inputs="$inputs" -v sent="$sent" \
         'BEGIN {
             per_batch = sent > 0 ? sprintf("%.2f", inputs / sent) : "-"
-            printf "%-8s %7s %19.0f %13s\n", mode, keys, (total - baseline) / inputs, per_batch
+            printf "%-8s %7s %19s %13s\n", mode, keys, figure, per_batch
         }'
 done
