@@ -58,11 +58,9 @@ use std::collections::VecDeque;
 use std::hash::Hash;
 use std::time::Duration;
 
-use hashbrown::hash_table::Entry;
-use hashbrown::HashTable;
-
 use crate::config::LanesConfig;
 use crate::key_hash::key_hash;
+use crate::lane_index::{Found, LaneIndex};
 use crate::longest::Longest;
 use crate::nanos::{Latest, Nanos};
 use crate::queue::Taken;
@@ -344,7 +342,7 @@ pub struct Lanes<K, T> {
     /// Places whose lane was removed, to be reused first.
     places_free: Vec<u32>,
     /// Place of each live lane, found by the key's hash.
-    index: HashTable<u32>,
+    index: LaneIndex,
     /// The ready lanes, first come first served (G7): every lane in state
     /// `Ready`, plus the stale entries of lanes removed while in line.
     ready: VecDeque<LaneId>,
@@ -389,7 +387,7 @@ where
             config,
             places: Vec::new(),
             places_free: Vec::new(),
-            index: HashTable::new(),
+            index: LaneIndex::default(),
             ready: VecDeque::new(),
             ready_stale: 0,
             deadlines: VecDeque::new(),
@@ -581,22 +579,20 @@ where
     /// One probe of the index either way.
     fn lane_for(&mut self, hash: u64, key: K) -> u32 {
         let places = &mut self.places;
-        let entry = self.index.entry(
-            hash,
-            |&p| {
-                let lane = &places[p as usize];
-                lane.hash == hash && lane.key.as_ref() == Some(&key)
-            },
-            |&p| places[p as usize].hash,
-        );
-        let vacant = match entry {
-            Entry::Occupied(found) => return *found.get(),
-            Entry::Vacant(vacant) => vacant,
+        let vacant = match self
+            .index
+            .find(hash, |p| places[p as usize].key.as_ref() == Some(&key))
+        {
+            Found::Place(place) => return place,
+            Found::Vacant(at) => at,
         };
         let place = match self.places_free.pop() {
             Some(place) => place,
             None => {
-                let place = u32::try_from(places.len()).expect("more than 2^32 lanes");
+                let place = u32::try_from(places.len())
+                    .ok()
+                    .filter(|&place| place < u32::MAX)
+                    .expect("fewer than 2^32 - 1 lanes");
                 places.push(Lane::free());
                 place
             }
@@ -608,7 +604,7 @@ where
         lane.state = LaneState::Waiting;
         lane.arrival_sorted = true;
         lane.waiting_weight = 0;
-        vacant.insert(place);
+        self.index.insert_at(vacant, hash, place);
         self.lanes_live += 1;
         place
     }
@@ -775,13 +771,10 @@ where
         mut gone: impl FnMut(&T) -> bool,
         mut out: impl FnMut(T),
     ) -> usize {
-        // The index may also yield places of other hashes: checked below.
-        let places: Vec<u32> = self.index.iter_hash(hash).copied().collect();
+        // Several keys may share the hash: each has its own lane.
+        let places = self.index.places_of(hash);
         let mut withdrawn = 0;
         for place in places {
-            if self.places[place as usize].hash != hash {
-                continue;
-            }
             let mut at = 0;
             let mut looked = 0;
             while looked < scan {
@@ -916,12 +909,7 @@ where
         if lane.inputs.capacity() > LANE_CAPACITY_KEPT_MAX {
             lane.inputs = VecDeque::new();
         }
-        match self.index.find_entry(hash, |&p| p == place) {
-            Ok(found) => {
-                found.remove();
-            }
-            Err(_) => unreachable!("a live lane is always indexed"),
-        }
+        self.index.remove(hash, place);
         self.places_free.push(place);
         self.lanes_live -= 1;
         if self.lanes_live == 0 {
@@ -1069,9 +1057,13 @@ where
     /// The state of `key`'s lane, or `None` if it has no lane.
     pub fn lane_state(&self, key: &K) -> Option<LaneState> {
         let hash = key_hash(key);
-        self.index
-            .find(hash, |&p| self.places[p as usize].key.as_ref() == Some(key))
-            .map(|&p| self.places[p as usize].state)
+        match self
+            .index
+            .find(hash, |p| self.places[p as usize].key.as_ref() == Some(key))
+        {
+            Found::Place(place) => Some(self.places[place as usize].state),
+            Found::Vacant(_) => None,
+        }
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -46,6 +46,7 @@ mod histogram;
 mod idle;
 mod intake;
 mod key_hash;
+mod lane_index;
 mod lanes;
 mod local;
 mod longest;
