@@ -115,7 +115,7 @@ impl LaneIndex {
     ///
     /// # Panics
     /// If there is no such entry.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, hash: u64, place: u32) {
         let mask = self.mask();
         let mut hole = self.home(hash);
@@ -143,7 +143,7 @@ impl LaneIndex {
             }
             next = (next + 1) & mask;
         }
-        self.slots[hole] = VACANT;
+        self.slots[hole].place = EMPTY;
         self.len -= 1;
     }
 
