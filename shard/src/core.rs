@@ -26,7 +26,7 @@ use crate::flush::Generations;
 use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
 use crate::nanos::Nanos;
 use crate::observe::{self, Observer};
-use crate::queue::Queue;
+use crate::queue::{Queue, Taken};
 use crate::refused::Refused;
 use crate::stats::ShardStats;
 
@@ -168,6 +168,18 @@ pub struct ShardCore<Q, I, O, E> {
     queue: Q,
     max_in_flight: usize,
     in_flight: usize,
+    /// What taking a batch out of the queue writes to, in one place so
+    /// that the step lends the queue one reference to it.
+    books: Books<I, O, E>,
+    /// An answer went to a task on this thread (see `take_woke_local`).
+    woke_local: bool,
+    /// Answers kept for `submit_many` callers until the round's end.
+    deliveries: Deliveries<I, O, E>,
+}
+
+/// The counts, spares and records of a shard's core beside its queue.
+#[derive(Debug)]
+struct Books<I, O, E> {
     stats: ShardStats,
     /// Emptied reply vectors of answered batches, reused by the next
     /// dispatches so that a batch allocates no replies vector.
@@ -175,16 +187,39 @@ pub struct ShardCore<Q, I, O, E> {
     /// Emptied output vectors of answered batches, turned into inputs
     /// vectors for the next dispatches (see `spare_inputs_of`).
     spare_inputs: Vec<Vec<I>>,
-    /// An answer went to a task on this thread (see `take_woke_local`).
-    woke_local: bool,
     /// Inputs whose callers dropped their futures are withdrawn.
     withdraw_on_drop: bool,
     /// What each flush request waits for.
     generations: Generations<FlushReply>,
     /// The distributions, outcomes and refusals recorded (`observe.rs`).
     observer: Observer,
-    /// Answers kept for `submit_many` callers until the round's end.
-    deliveries: Deliveries<I, O, E>,
+}
+
+impl<I, O, E> Books<I, O, E> {
+    /// Splits a batch's items, as the queue hands them out, into its
+    /// inputs and their replies, each in a spare vector, recording the
+    /// batch; with `withdraw_on_drop`, an input whose caller is gone is
+    /// withdrawn instead (never sent).
+    #[inline]
+    fn split<It>(&mut self, now: Nanos, items: It) -> (Vec<I>, Vec<Reply<I, O, E>>)
+    where
+        It: ExactSizeIterator<Item = Waiter<I, O, E>> + Taken,
+    {
+        let mut inputs = self.spare_inputs.pop().unwrap_or_default();
+        inputs.reserve(items.len());
+        let mut replies = self.spare_replies.pop().unwrap_or_default();
+        let withdraw = self.withdraw_on_drop;
+        for (input, reply) in self.observer.watch(now, items) {
+            if withdraw && reply.is_abandoned() {
+                self.stats.withdrawn += 1;
+                self.generations.resolved(reply.generation);
+                continue;
+            }
+            inputs.push(input);
+            replies.push(reply);
+        }
+        (inputs, replies)
+    }
 }
 
 /// Told once every input admitted before a flush request is resolved.
@@ -220,16 +255,18 @@ where
             "max_in_flight_batches must be at least 1"
         );
         Self {
-            withdraw_on_drop: lanes.withdraw_on_drop,
+            books: Books {
+                stats: ShardStats::default(),
+                spare_replies: Vec::new(),
+                spare_inputs: Vec::new(),
+                withdraw_on_drop: lanes.withdraw_on_drop,
+                generations: Generations::default(),
+                observer: Observer::default(),
+            },
             queue: Q::with_config(lanes),
             max_in_flight,
             in_flight: 0,
-            stats: ShardStats::default(),
-            spare_replies: Vec::new(),
-            spare_inputs: Vec::new(),
             woke_local: false,
-            generations: Generations::default(),
-            observer: Observer::default(),
             deliveries: Deliveries::default(),
         }
     }
@@ -251,7 +288,7 @@ where
         now: impl Into<Nanos>,
     ) {
         if self.admit_with(offer, ReplyTo::Local(reply), now.into()) {
-            self.stats.admitted_local += 1;
+            self.books.stats.admitted_local += 1;
         }
     }
 
@@ -290,7 +327,7 @@ where
             rank,
             weight,
         } = offer;
-        let generation = self.generations.current();
+        let generation = self.books.generations.current();
         let mut waiter = Some((input, Reply { to, generation }));
         // The key's `Eq` or `Clone` is user code and may panic while its
         // lane is looked up; the input is then still in `waiter`, and goes
@@ -300,8 +337,8 @@ where
         }));
         match admitted {
             Ok(Ok(())) => {
-                self.stats.admitted += 1;
-                self.generations.admitted();
+                self.books.stats.admitted += 1;
+                self.books.generations.admitted();
                 true
             }
             Ok(Err(reason)) => {
@@ -320,7 +357,7 @@ where
         let Some((input, reply)) = waiter else {
             return;
         };
-        self.observer.refused(&mut self.stats, reason);
+        self.books.observer.refused(&mut self.books.stats, reason);
         reply.send(Err(FerryError::Refused { input, reason }));
     }
 
@@ -340,7 +377,7 @@ where
         loop {
             let (ticket, key, (inputs, replies)) = self.take_batch(now)?;
             if inputs.is_empty() {
-                self.spare_replies.push(replies);
+                self.books.spare_replies.push(replies);
                 self.queue.complete(ticket, now);
                 continue;
             }
@@ -356,25 +393,8 @@ where
         &mut self,
         now: Nanos,
     ) -> Option<(Q::Ticket, Q::Key, (Vec<I>, Vec<Reply<I, O, E>>))> {
-        let (spare, spare_inputs) = (&mut self.spare_replies, &mut self.spare_inputs);
-        let withdraw = self.withdraw_on_drop;
-        let (generations, stats) = (&mut self.generations, &mut self.stats);
-        let observer = &mut self.observer;
-        self.queue.take_with(now, |items| {
-            let mut inputs = spare_inputs.pop().unwrap_or_default();
-            inputs.reserve(items.len());
-            let mut replies = spare.pop().unwrap_or_default();
-            for (input, reply) in observer.watch(now, items) {
-                if withdraw && reply.is_abandoned() {
-                    stats.withdrawn += 1;
-                    generations.resolved(reply.generation);
-                    continue;
-                }
-                inputs.push(input);
-                replies.push(reply);
-            }
-            (inputs, replies)
-        })
+        let books = &mut self.books;
+        self.queue.take_with(now, |items| books.split(now, items))
     }
 
     /// Counts a batch out and puts it in a slot.
@@ -387,8 +407,8 @@ where
         replies: Vec<Reply<I, O, E>>,
     ) -> DispatchOf<Q, I, O, E> {
         self.in_flight += 1;
-        self.stats.batches += 1;
-        self.stats.sent += inputs.len() as u64;
+        self.books.stats.batches += 1;
+        self.books.stats.sent += inputs.len() as u64;
         debug_assert!(self.in_flight <= self.max_in_flight);
         Dispatch {
             ticket,
@@ -402,14 +422,14 @@ where
     /// kept, to be told.
     #[inline]
     fn resolved(&mut self, generation: u64) {
-        self.generations.resolved(generation);
+        self.books.generations.resolved(generation);
     }
 
     /// The flush requests completed since the last call. The driver tells
     /// them after publishing the stats, so that a caller whose flush
     /// resolved reads figures that include everything it waited for.
     pub fn take_flushed(&mut self) -> Vec<FlushReply> {
-        self.generations.take_completed()
+        self.books.generations.take_completed()
     }
 
     /// Answers `Expired` every input still waiting `max_queue_time` after
@@ -418,7 +438,7 @@ where
         let mut expired = Vec::new();
         self.queue.expire_with(now, |waiter| expired.push(waiter));
         for (input, reply) in expired {
-            self.stats.expired += 1;
+            self.books.stats.expired += 1;
             self.woke_local |= reply.is_local();
             let generation = reply.generation;
             reply.send(Err(FerryError::Expired { input }));
@@ -430,7 +450,7 @@ where
     /// is still waiting near the front of its lane, is withdrawn (never
     /// sent, out of the bounds). Does nothing unless `withdraw_on_drop`.
     pub fn withdraw(&mut self, hash: u64) {
-        if !self.withdraw_on_drop {
+        if !self.books.withdraw_on_drop {
             return;
         }
         let mut gone = Vec::new();
@@ -441,7 +461,7 @@ where
             |(_, reply)| gone.push(reply.generation),
         );
         for generation in gone {
-            self.stats.withdrawn += 1;
+            self.books.stats.withdrawn += 1;
             self.resolved(generation);
         }
     }
@@ -449,7 +469,7 @@ where
     /// A flush: `reply` is to be told once every input admitted so far is
     /// resolved (at once if none is outstanding): see `take_flushed`.
     pub fn flush(&mut self, reply: FlushReply) {
-        self.generations.request(reply);
+        self.books.generations.request(reply);
     }
 
     /// A batch finished: answer each of its callers exactly once and release
@@ -486,8 +506,8 @@ where
     #[inline(always)]
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
-        self.stats.answered += expected as u64;
-        observe::count_outcome(&mut self.stats, &outcome, expected);
+        self.books.stats.answered += expected as u64;
+        observe::count_outcome(&mut self.books.stats, &outcome, expected);
         match outcome {
             BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
                 if expected == 1 {
@@ -519,8 +539,8 @@ where
             BatchOutcome::Panicked => self.answer_all(&mut replies, || FerryError::Panicked),
         }
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
-        if self.spare_replies.len() < SPARE_REPLIES_MAX {
-            self.spare_replies.push(replies);
+        if self.books.spare_replies.len() < SPARE_REPLIES_MAX {
+            self.books.spare_replies.push(replies);
         }
     }
 
@@ -549,13 +569,13 @@ where
     /// vector, if it can serve as one (see `spare_inputs_of`) and room is
     /// left among the spares.
     fn keep_spare_inputs(&mut self, outputs: Vec<O>) {
-        if self.spare_inputs.len() >= SPARE_INPUTS_MAX || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
+        if self.books.spare_inputs.len() >= SPARE_INPUTS_MAX || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
         {
             return;
         }
         let inputs = spare_inputs_of::<O, I>(outputs);
         if inputs.capacity() > 0 {
-            self.spare_inputs.push(inputs);
+            self.books.spare_inputs.push(inputs);
         }
     }
 
@@ -565,8 +585,8 @@ where
     /// when the batches are dropped.
     pub fn refuse_waiting(&mut self) {
         for (input, reply) in self.queue.drain_waiting() {
-            self.observer.refused(&mut self.stats, Refused::Closed);
-            self.stats.admitted -= 1;
+            self.books.observer.refused(&mut self.books.stats, Refused::Closed);
+            self.books.stats.admitted -= 1;
             self.resolved(reply.generation);
             reply.send(Err(FerryError::Refused {
                 input,
@@ -613,12 +633,12 @@ where
 
     /// The counts the driver keeps itself (times it dozed and parked).
     pub fn stats_mut(&mut self) -> &mut ShardStats {
-        &mut self.stats
+        &mut self.books.stats
     }
 
     /// The shard's recorder (distributions, outcomes, refusals).
     pub(crate) fn observer_mut(&mut self) -> &mut Observer {
-        &mut self.observer
+        &mut self.books.observer
     }
 
     /// Whether an answer went to a task on this shard's thread since the
@@ -636,7 +656,7 @@ where
             waiting_weight: self.queue.waiting_weight(),
             in_flight: self.in_flight as u64,
             longest_lane: self.queue.longest_lane() as u64,
-            ..self.stats
+            ..self.books.stats
         }
     }
 }
