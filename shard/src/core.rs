@@ -25,7 +25,7 @@ use crate::error::FerryError;
 use crate::flush::Generations;
 use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
 use crate::nanos::Nanos;
-use crate::observe::{self, Observer};
+use crate::observe::Observer;
 use crate::queue::{Queue, Taken};
 use crate::refused::Refused;
 use crate::stats::ShardStats;
@@ -506,10 +506,12 @@ where
     #[inline(always)]
     pub fn answer(&mut self, mut replies: Vec<Reply<I, O, E>>, outcome: BatchOutcome<O, E>) {
         let expected = replies.len();
-        self.books.stats.answered += expected as u64;
-        observe::count_outcome(&mut self.books.stats, &outcome, expected);
+        // Each way of ending counts its callers in its own figure.
+        let stats = &mut self.books.stats;
+        stats.answered += expected as u64;
         match outcome {
             BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
+                stats.answered_ok += expected as u64;
                 if expected == 1 {
                     // A batch of one (every batch when keys outnumber the
                     // inputs in flight): no drains to set up and close.
@@ -527,6 +529,7 @@ where
                 self.keep_spare_inputs(outputs);
             }
             BatchOutcome::Returned(Ok(outputs)) => {
+                stats.wrong_output_count += expected as u64;
                 let got = outputs.len();
                 self.answer_all(&mut replies, || FerryError::WrongOutputCount {
                     expected,
@@ -534,9 +537,13 @@ where
                 });
             }
             BatchOutcome::Returned(Err(err)) => {
+                stats.failed += expected as u64;
                 self.answer_all(&mut replies, || FerryError::Failed(err.clone()));
             }
-            BatchOutcome::Panicked => self.answer_all(&mut replies, || FerryError::Panicked),
+            BatchOutcome::Panicked => {
+                stats.panicked += expected as u64;
+                self.answer_all(&mut replies, || FerryError::Panicked);
+            }
         }
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
         if self.books.spare_replies.len() < SPARE_REPLIES_MAX {

@@ -8,7 +8,7 @@
 //! readers (`stats.rs`) and, with the feature `metrics`, to the `metrics`
 //! facade (`metrics.rs`).
 
-use crate::core::{BatchOutcome, ShardCore, Waiter};
+use crate::core::{ShardCore, Waiter};
 use crate::nanos::Nanos;
 use crate::queue::{Queue, Taken};
 use crate::refused::Refused;
@@ -131,21 +131,6 @@ impl<It: Iterator + Taken> Iterator for Watched<'_, It> {
     }
 }
 
-/// Counts the `inputs` callers of a finished batch by its outcome.
-pub(crate) fn count_outcome<O, E>(
-    stats: &mut ShardStats,
-    outcome: &BatchOutcome<O, E>,
-    inputs: usize,
-) {
-    let figure = match outcome {
-        BatchOutcome::Returned(Ok(outputs)) if outputs.len() == inputs => &mut stats.answered_ok,
-        BatchOutcome::Returned(Ok(_)) => &mut stats.wrong_output_count,
-        BatchOutcome::Returned(Err(_)) => &mut stats.failed,
-        BatchOutcome::Panicked => &mut stats.panicked,
-    };
-    *figure += inputs as u64;
-}
-
 /// The shard's thread ends: inputs sent and never answered (their batch
 /// was in flight, or finished and not yet answered) are counted `aborted`,
 /// and the final figures published.
@@ -218,21 +203,5 @@ mod tests {
             assert_eq!(observer.last_batch().oldest_wait_ns, 20_000);
             assert_eq!(observer.last_batch().key_hash, 0);
         }
-    }
-
-    #[test]
-    fn outcomes_are_counted_per_input() {
-        let mut stats = ShardStats::default();
-        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Ok(vec![1, 2])), 2);
-        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Ok(vec![1])), 2);
-        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Returned(Err(())), 3);
-        count_outcome::<u8, ()>(&mut stats, &BatchOutcome::Panicked, 4);
-        let counted = (
-            stats.answered_ok,
-            stats.wrong_output_count,
-            stats.failed,
-            stats.panicked,
-        );
-        assert_eq!(counted, (2, 2, 3, 4));
     }
 }
