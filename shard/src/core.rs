@@ -515,8 +515,11 @@ where
                 if expected == 1 {
                     // A batch of one (every batch when keys outnumber the
                     // inputs in flight): no drains to set up and close.
-                    let (Some(reply), Some(output)) = (replies.pop(), outputs.pop()) else {
-                        unreachable!("one reply and one output")
+                    let Some(output) = outputs.pop() else {
+                        unreachable!("one output")
+                    };
+                    let Some(reply) = replies.pop() else {
+                        unreachable!("one reply")
                     };
                     self.resolve(&reply);
                     reply.send(Ok(output));
