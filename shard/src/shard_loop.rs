@@ -62,7 +62,7 @@ use futures::FutureExt;
 use crate::batch_fn::BatchFn;
 use crate::batch_run::{self, BatchRun, Cells, FirstPoll};
 use crate::clock::Clock;
-use crate::core::{BatchOutcome, FlushReply, Reply, ShardCore, Waiter};
+use crate::core::{BatchOutcome, Dispatch, FlushReply, Reply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
 use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
@@ -476,10 +476,15 @@ where
                 break;
             };
             self.worked = true;
-            let (ticket, replies) = (dispatch.ticket, dispatch.replies);
+            let Dispatch {
+                ticket,
+                key,
+                inputs,
+                replies,
+            } = dispatch;
             let span = self.batch_span();
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                span.in_scope(|| self.parts.batch_fn.call(dispatch.key, dispatch.inputs))
+                span.in_scope(|| self.parts.batch_fn.call(key, inputs))
             }));
             let scope = span.scope();
             let Ok(future) = call else {
