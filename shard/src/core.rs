@@ -475,7 +475,7 @@ where
     /// A batch finished: answer each of its callers exactly once and release
     /// its lane and slot (G4, G10). The same as [`answer`](Self::answer)
     /// then [`release`](Self::release).
-    #[inline]
+    #[inline(always)]
     pub fn complete(
         &mut self,
         ticket: Q::Ticket,
