@@ -579,7 +579,8 @@ where
     /// vector, if it can serve as one (see `spare_inputs_of`) and room is
     /// left among the spares.
     fn keep_spare_inputs(&mut self, outputs: Vec<O>) {
-        if self.books.spare_inputs.len() >= SPARE_INPUTS_MAX || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
+        if self.books.spare_inputs.len() >= SPARE_INPUTS_MAX
+            || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
         {
             return;
         }
@@ -595,7 +596,9 @@ where
     /// when the batches are dropped.
     pub fn refuse_waiting(&mut self) {
         for (input, reply) in self.queue.drain_waiting() {
-            self.books.observer.refused(&mut self.books.stats, Refused::Closed);
+            self.books
+                .observer
+                .refused(&mut self.books.stats, Refused::Closed);
             self.books.stats.admitted -= 1;
             self.resolved(reply.generation);
             reply.send(Err(FerryError::Refused {

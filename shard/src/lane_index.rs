@@ -232,7 +232,11 @@ mod tests {
     fn steps() -> impl Strategy<Value = Vec<Step>> {
         // Few distinct hashes (equal hashes share a home), so that runs
         // form and wrap around the table's end.
-        let hash = prop_oneof![0_u64..16, (0_u64..8).prop_map(|top| top << 61), any::<u64>()];
+        let hash = prop_oneof![
+            0_u64..16,
+            (0_u64..8).prop_map(|top| top << 61),
+            any::<u64>()
+        ];
         let step = prop_oneof![
             hash.prop_map(Step::Insert),
             any::<usize>().prop_map(Step::Remove)
