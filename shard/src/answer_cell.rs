@@ -31,12 +31,14 @@
 //!
 //! Each end's last step is one read-modify-write of `state`, so the end
 //! that gives the block back has seen every write of the other.
-//!
-//! A bit that is clear and that only this end sets (all but `CLOSED`,
-//! which `close` may set again) is set with an add (`Word::fetch_set`):
-//! the same as an or there, in one instruction on x86 where an or that
-//! returns the word before takes a compare-and-swap loop.
 //! `tests/loom_answer_cell.rs` checks the protocol in every interleaving.
+//!
+//! A bit that is clear and that only one end sets, once (every bit but
+//! `WAKER`, which the receiver also clears, and `CLOSED`, which `close`
+//! may set again), is set with an add (`Word::fetch_set`): the same as an
+//! or there, in one instruction on x86, where an or that returns the word
+//! before is a compare-and-swap loop. `WAKER` is set that way too, as the
+//! receiver sets it only while it is clear.
 
 #![allow(unsafe_code)]
 
