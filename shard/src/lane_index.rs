@@ -185,12 +185,11 @@ impl LaneIndex {
     #[inline(never)]
     fn grow(&mut self) {
         let old = std::mem::replace(self, Self::with_slots(self.slots.len() * 2));
-        let mask = self.mask();
         for slot in old.slots.iter().filter(|slot| slot.place != EMPTY) {
-            let mut at = self.home(slot.hash);
-            while self.slots[at].place != EMPTY {
-                at = (at + 1) & mask;
-            }
+            // Each place is in the index once: the lookup ends at a vacancy.
+            let Found::Vacant(at) = self.find(slot.hash, |_| false) else {
+                unreachable!("a lookup that accepts no place finds none")
+            };
             self.slots[at] = *slot;
         }
         self.len = old.len;
