@@ -117,6 +117,87 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// One key's share of a trip: its inputs' count and their sum, written
+/// conditionally on the version read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Write {
+    /// The key.
+    pub key: u64,
+    /// How many inputs the write applies.
+    pub count: u64,
+    /// Their sum.
+    pub sum: u64,
+}
+
+/// One attempt of a trip at some of its writes: which were written (their
+/// place in the trip, and the version each started from), and which
+/// conflicted.
+pub(crate) type Attempt = Result<(Vec<(usize, u64)>, Vec<usize>), StoreError>;
+
+/// A trip's writes tried in rounds, every store's way: each round tries
+/// the writes not yet written, a conflict sends a write to the next round,
+/// and after [`WRITE_ATTEMPTS_MAX`] rounds what is left fails
+/// `ConflictsExhausted`; a round that fails as a whole fails what it tried.
+pub(crate) struct Rounds {
+    results: Vec<Result<u64, StoreError>>,
+    left: Vec<usize>,
+    rounds: u32,
+}
+
+impl Rounds {
+    /// The rounds of `writes`, none tried yet.
+    pub(crate) fn new(writes: &[Write]) -> Self {
+        Self {
+            results: writes
+                .iter()
+                .map(|write| {
+                    Err(StoreError::ConflictsExhausted {
+                        key: write.key,
+                        attempts: WRITE_ATTEMPTS_MAX,
+                    })
+                })
+                .collect(),
+            left: (0..writes.len()).collect(),
+            rounds: 0,
+        }
+    }
+
+    /// The places of the writes the next round tries, if one is due.
+    pub(crate) fn next(&mut self) -> Option<Vec<usize>> {
+        if self.left.is_empty() || self.rounds == WRITE_ATTEMPTS_MAX {
+            return None;
+        }
+        self.rounds += 1;
+        Some(self.left.clone())
+    }
+
+    /// What the round just tried gave; returns how many writes conflicted.
+    pub(crate) fn settle(&mut self, attempt: Attempt) -> u64 {
+        match attempt {
+            Ok((written, conflicted)) => {
+                for (at, version) in written {
+                    self.results[at] = Ok(version);
+                }
+                let conflicts = conflicted.len() as u64;
+                self.left = conflicted;
+                conflicts
+            }
+            Err(err) => {
+                for &at in &self.left {
+                    self.results[at] = Err(err.clone());
+                }
+                self.left.clear();
+                0
+            }
+        }
+    }
+
+    /// Each write's result, in the trip's order.
+    pub(crate) fn finish(self) -> Vec<Result<u64, StoreError>> {
+        self.results
+    }
+}
+
 /// What a store holds: the inputs applied to it (every key's version, and
 /// the unkeyed stream's length) and the sum of those inputs (every value).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -389,6 +470,24 @@ impl Connection {
             Connection::Redis(redis) => {
                 Either::Right(Box::pin(redis.clone().apply(key, count, sum)))
             }
+        };
+        applying
+    }
+
+    /// A trip: every write's key read in one request and written
+    /// conditionally, each on its own, in one more (see
+    /// [`SimStore::apply_many`] and its real-store counterparts); a key
+    /// that conflicted is retried alone of the others. The keys must be
+    /// distinct. Answers, per write, the version it started from.
+    pub fn apply_many(
+        &self,
+        writes: Vec<Write>,
+    ) -> impl Future<Output = Vec<Result<u64, StoreError>>> + Send + 'static {
+        type Many = Pin<Box<dyn Future<Output = Vec<Result<u64, StoreError>>> + Send>>;
+        let applying: Many = match self {
+            Connection::Sim(sim) => Box::pin(sim.apply_many(writes)),
+            Connection::Postgres(pg) => Box::pin(Arc::clone(pg).apply_many(writes)),
+            Connection::Redis(redis) => Box::pin(redis.clone().apply_many(writes)),
         };
         applying
     }

@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
+use ferry_shard::parts::{Carry, Fifo, Waiter};
 use ferry_shard::{Outcome, Runtime, ShardId};
 
 use crate::config::{BatcherBuilder, Plan};
@@ -161,7 +162,7 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<B, FE>> + 'static,
-        B: ferry_shard::BatchFn<(), I, O, E> + 'static,
+        B: Carry<Fifo<Waiter<I, O, E>>, I, O, E> + 'static,
         FE: Send + 'static,
     {
         Ok(Self {

@@ -10,9 +10,10 @@ use std::time::Duration;
 use std::convert::Infallible;
 use std::future::Future;
 
+use ferry_shard::parts::{PerBatch, PerTrip, TripLimits};
 use ferry_shard::{
-    usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId, MAX_SCHED_SLICE,
-    MIN_SCHED_SLICE,
+    usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId, TripFn,
+    MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 use crate::batcher::Batcher;
@@ -28,6 +29,20 @@ pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
 /// assert_eq!(ferry::DEFAULT_MAX_IN_FLIGHT_BATCHES, 64);
 /// ```
 pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
+
+/// Default `max_trip_batches`: keys' batches in one trip at most.
+///
+/// A store's fixed cost per request (a round trip, a commit and its log
+/// flush: tens of microseconds to a millisecond) is paid once per trip,
+/// and its cost per key (a row read and written: a few microseconds) once
+/// per batch. At 256 keys a trip's per-key work is already about its fixed
+/// cost, so larger trips save little more, while each one holds its keys
+/// busy longer and makes a bigger statement for the store to plan.
+///
+/// ```
+/// assert_eq!(ferry::DEFAULT_MAX_TRIP_BATCHES, 256);
+/// ```
+pub const DEFAULT_MAX_TRIP_BATCHES: usize = 256;
 
 /// Default intake queue capacity per shard (never above `max_queueing`).
 ///
@@ -164,6 +179,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     order: Order<I>,
     weigh: Option<Weigh<I>>,
     runtime: Runtime,
+    trip: TripLimits,
     _types: PhantomData<Types<K, O, E, M>>,
 }
 
@@ -182,6 +198,10 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             order: Order::arrival(),
             weigh: None,
             runtime: Runtime::Auto,
+            trip: TripLimits {
+                max_batches: DEFAULT_MAX_TRIP_BATCHES,
+                max_weight: u64::MAX,
+            },
             _types: PhantomData,
         }
     }
@@ -202,6 +222,8 @@ impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
             .field("order", &self.order)
             .field("weigh", &self.weigh.as_ref().map(|_| ".."))
             .field("runtime", &self.runtime)
+            .field("max_trip_batches", &self.trip.max_batches)
+            .field("max_trip_weight", &self.trip.max_weight)
             .finish()
     }
 }
@@ -917,7 +939,156 @@ where
         FE: Send + 'static,
     {
         let plan = self.plan()?;
-        Engine::start(plan, factory)
+        Engine::start(plan, move |shard| {
+            let making = factory(shard);
+            async move { making.await.map(PerBatch) }
+        })
+    }
+
+    /// Keys' batches in one trip at most (default
+    /// [`DEFAULT_MAX_TRIP_BATCHES`], at least 1), for
+    /// [`start_trips`](Self::start_trips): when a slot is free, the shard
+    /// takes up to this many ready lanes, first come first served, into one
+    /// call of the trip function. A batch function (`start`) ignores it.
+    ///
+    /// ```
+    /// use ferry::{Engine, StartError};
+    ///
+    /// let none = Engine::<u64, u64, u64, String>::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_trip_batches(0)
+    ///     .start_trips(|_| |trip: Vec<(u64, Vec<u64>)>| async move {
+    ///         trip.into_iter().map(|(_, inputs)| Ok::<_, String>(inputs)).collect()
+    ///     });
+    /// assert!(matches!(none, Err(StartError::Config(e)) if e.field == "max_trip_batches"));
+    /// ```
+    pub fn max_trip_batches(mut self, batches: usize) -> Self {
+        self.trip.max_batches = batches;
+        self
+    }
+
+    /// A trip's total weight at most (default unbounded, at least 1), for
+    /// [`start_trips`](Self::start_trips): a ready lane whose batch would
+    /// take the trip past it waits, at the front of the line, for the next
+    /// trip. A trip's first batch always goes, whatever it weighs.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .weigh(|input: &u64| *input)
+    ///     .max_trip_weight(10)
+    ///     .start_trips(|_| |trip: Vec<(u64, Vec<u64>)>| async move {
+    ///         let keys = trip.len();
+    ///         trip.into_iter().map(|(_, inputs)| Ok::<_, String>(vec![keys; inputs.len()])).collect()
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(1, 7), Ok(1));
+    /// ```
+    pub fn max_trip_weight(mut self, weight: u64) -> Self {
+        self.trip.max_weight = weight;
+        self
+    }
+
+    /// Like [`start`](Self::start), with a trip function: each call carries
+    /// the batches of up to [`max_trip_batches`](Self::max_trip_batches)
+    /// keys of one shard, for one round trip to the store, and returns one
+    /// result per batch in the order given (see [`TripFn`]). A trip takes
+    /// one slot (`max_in_flight_batches` bounds trips in flight per shard);
+    /// every per-key guarantee holds as with a batch function: a key is in
+    /// at most one trip in flight, and its batch is in rank order.
+    ///
+    /// ```
+    /// use ferry::Engine;
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .max_trip_batches(128)
+    ///     .max_in_flight_batches(4)
+    ///     .start_trips(|_shard| |trip: Vec<(u64, Vec<u64>)>| async move {
+    ///         // One request to the store for every key in the trip goes here.
+    ///         trip.into_iter()
+    ///             .map(|(key, inputs)| Ok::<_, String>(inputs.iter().map(|n| key + n).collect()))
+    ///             .collect()
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(40, 2), Ok(42));
+    /// assert_eq!(engine.stats().total().trips, 1);
+    /// ```
+    pub fn start_trips<F, T>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
+    where
+        F: Fn(ShardId) -> T + Send + Sync + 'static,
+        T: TripFn<K, I, O, E> + 'static,
+    {
+        self.try_start_trips(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
+    }
+
+    /// Like [`try_start`](Self::try_start), with a trip function (see
+    /// [`start_trips`](Self::start_trips)): the factory may await and fail
+    /// on each shard's own thread, and start is all or nothing.
+    ///
+    /// ```
+    /// use ferry::{Engine, ShardId};
+    ///
+    /// async fn connect(shard: ShardId) -> Result<std::rc::Rc<String>, String> {
+    ///     Ok(std::rc::Rc::new(format!("store of {shard}")))
+    /// }
+    ///
+    /// let engine: Engine<u64, u64, String, String> = Engine::builder()
+    ///     .shards(2)
+    ///     .pin(false)
+    ///     .try_start_trips(|shard| async move {
+    ///         let store = connect(shard).await?;
+    ///         Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| {
+    ///             let store = store.clone();
+    ///             async move {
+    ///                 trip.into_iter()
+    ///                     .map(|(_, inputs)| Ok(inputs.iter().map(|_| store.to_string()).collect()))
+    ///                     .collect()
+    ///             }
+    ///         })
+    ///     })
+    ///     .unwrap();
+    /// assert!(engine.submit_blocking(3, 1).unwrap().starts_with("store of shard"));
+    /// ```
+    pub fn try_start_trips<F, Fut, T, FE>(
+        self,
+        factory: F,
+    ) -> Result<Engine<K, I, O, E>, StartError<FE>>
+    where
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, FE>> + 'static,
+        T: TripFn<K, I, O, E> + 'static,
+        FE: Send + 'static,
+    {
+        let limits = self.trip_limits()?;
+        let plan = self.plan()?;
+        Engine::start(plan, move |shard| {
+            let making = factory(shard);
+            async move {
+                let trip_fn = making.await?;
+                Ok(PerTrip { trip_fn, limits })
+            }
+        })
+    }
+
+    /// The trip settings, validated.
+    fn trip_limits(&self) -> Result<TripLimits, ConfigError> {
+        if self.trip.max_batches == 0 {
+            return Err(ConfigError::new(
+                "max_trip_batches",
+                "must be at least 1",
+                0,
+            ));
+        }
+        if self.trip.max_weight == 0 {
+            return Err(ConfigError::new("max_trip_weight", "must be at least 1", 0));
+        }
+        Ok(self.trip)
     }
 }
 
@@ -992,7 +1163,7 @@ where
             let making = factory(shard);
             async move {
                 let batch = making.await?;
-                Ok(move |(): (), inputs: Vec<I>| batch(inputs))
+                Ok(PerBatch(move |(): (), inputs: Vec<I>| batch(inputs)))
             }
         })
     }

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use ferry_shard::parts::{Carry, Lanes, Waiter};
 use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
 
 use crate::config::{Builder, Plan};
@@ -97,7 +98,7 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<B, FE>> + 'static,
-        B: ferry_shard::BatchFn<K, I, O, E> + 'static,
+        B: Carry<Lanes<K, Waiter<I, O, E>>, I, O, E> + 'static,
         FE: Send + 'static,
     {
         let inner = Shards::start(plan, factory)?;

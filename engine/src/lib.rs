@@ -132,7 +132,8 @@ mod submit;
 pub use batcher::Batcher;
 pub use config::{
     BatcherBuilder, Builder, PerKey, Unkeyed, DEFAULT_DOZE_BEFORE_PARK, DEFAULT_INTAKE_CAPACITY,
-    DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_SCHED_SLICE, DEFAULT_SPIN_BEFORE_PARK,
+    DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_MAX_TRIP_BATCHES, DEFAULT_SCHED_SLICE,
+    DEFAULT_SPIN_BEFORE_PARK,
 };
 pub use engine::Engine;
 pub use flush::Flush;
@@ -144,7 +145,7 @@ pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
     BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, Runtime, ShardId,
-    ShardStats, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use ferry_shard::parts::{Queue, Waiter};
+use ferry_shard::parts::{Carry, Queue, Waiter};
 use std::future::Future;
 
 use ferry_shard::{
-    BatchFn, Bundle, FerryError, Order, Outcomes, Refused, Runtime, Shard, ShardConfig, ShardId,
+    Bundle, FerryError, Order, Outcomes, Refused, Runtime, Shard, ShardConfig, ShardId,
 };
 
 use crate::config::{Plan, Weigh};
@@ -68,7 +68,7 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<B, FE>> + 'static,
-        B: BatchFn<Q::Key, I, O, E> + 'static,
+        B: Carry<Q, I, O, E> + 'static,
         FE: Send + 'static,
     {
         let factory = Arc::new(factory);
@@ -112,7 +112,7 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<B, FE>> + 'static,
-        B: BatchFn<Q::Key, I, O, E> + 'static,
+        B: Carry<Q, I, O, E> + 'static,
         FE: Send + 'static,
     {
         let engine = ENGINE_IDS.fetch_add(1, Relaxed);

@@ -11,7 +11,7 @@ use ferry::{Engine, FerryError, Order, Refused, Runtime};
 use futures::future::join_all;
 
 mod support;
-use support::on_each_runtime;
+use support::{on_each_runtime, on_each_runtime_and_way, StartAs, Way};
 
 /// Every batch a test's batch function saw: (key, inputs), in start order.
 type Seen = Arc<Mutex<Vec<(u64, Vec<u64>)>>>;
@@ -25,6 +25,7 @@ async fn wait_for(open: &AtomicBool) {
 
 fn echo_engine(
     runtime: Runtime,
+    way: Way,
     shards: usize,
     seen: Seen,
     configure: impl FnOnce(
@@ -32,7 +33,7 @@ fn echo_engine(
     ) -> ferry::Builder<u64, u64, u64, String>,
 ) -> Engine<u64, u64, u64, String> {
     let engine = configure(Engine::builder().runtime(runtime).shards(shards).pin(false))
-        .start(move |_shard| {
+        .start_as(way, move |_shard| {
             let seen = seen.clone();
             move |key: u64, inputs: Vec<u64>| {
                 seen.lock().unwrap().push((key, inputs.clone()));
@@ -48,13 +49,14 @@ fn echo_engine(
 /// it until `open` is set: a key stays busy, and inputs pile up behind it.
 fn gated_engine(
     runtime: Runtime,
+    way: Way,
     open: &Arc<AtomicBool>,
     seen: &Seen,
     configure: impl FnOnce(Builder) -> Builder,
 ) -> Engine<u64, u64, u64, String> {
     let (open, seen) = (open.clone(), seen.clone());
     let engine = configure(Engine::builder().runtime(runtime).shards(1).pin(false))
-        .start(move |_shard| {
+        .start_as(way, move |_shard| {
             let (open, seen) = (open.clone(), seen.clone());
             move |key: u64, inputs: Vec<u64>| {
                 let (open, seen) = (open.clone(), seen.clone());
@@ -72,8 +74,8 @@ fn gated_engine(
 
 type Builder = ferry::Builder<u64, u64, u64, String>;
 
-on_each_runtime!(g1_one_batch_in_flight_per_key);
-fn g1_one_batch_in_flight_per_key(runtime: Runtime) {
+on_each_runtime_and_way!(g1_one_batch_in_flight_per_key);
+fn g1_one_batch_in_flight_per_key(runtime: Runtime, way: Way) {
     let in_flight: Arc<Mutex<HashMap<u64, usize>>> = Arc::default();
     let most_per_key = Arc::new(AtomicUsize::new(0));
     let most_overall = Arc::new(AtomicUsize::new(0));
@@ -88,7 +90,7 @@ fn g1_one_batch_in_flight_per_key(runtime: Runtime) {
             .shards(2)
             .pin(false)
             .max_batch_size(4)
-            .start(move |_shard| {
+            .start_as(way, move |_shard| {
                 let (in_flight, most_per_key, most_overall) = (
                     in_flight.clone(),
                     most_per_key.clone(),
@@ -140,10 +142,10 @@ fn g1_one_batch_in_flight_per_key(runtime: Runtime) {
     );
 }
 
-on_each_runtime!(g2_a_keys_inputs_are_sent_in_admission_order_by_default);
-fn g2_a_keys_inputs_are_sent_in_admission_order_by_default(runtime: Runtime) {
+on_each_runtime_and_way!(g2_a_keys_inputs_are_sent_in_admission_order_by_default);
+fn g2_a_keys_inputs_are_sent_in_admission_order_by_default(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(runtime, 2, seen.clone(), |b| b.max_batch_size(3));
+    let engine = echo_engine(runtime, way, 2, seen.clone(), |b| b.max_batch_size(3));
     // Submitted from one thread without waiting: admission order is submit
     // order, so each key's batches, concatenated, are that order.
     let outcomes =
@@ -161,12 +163,12 @@ fn g2_a_keys_inputs_are_sent_in_admission_order_by_default(runtime: Runtime) {
     }
 }
 
-on_each_runtime!(g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission);
-fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission(runtime: Runtime) {
+on_each_runtime_and_way!(g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission);
+fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
     // Input = rank * 100 + admission number; rank = input / 100.
-    let engine = gated_engine(runtime, &open, &seen, |b| {
+    let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_batch_size(64)
             .order(Order::by(|input: &u64| (*input / 100) as i64))
     });
@@ -193,8 +195,8 @@ fn g2_inputs_waiting_together_are_sent_by_rank_ties_by_admission(runtime: Runtim
     assert_eq!(seen[1].1, vec![5, 101, 103, 107, 202, 206, 300, 304]);
 }
 
-on_each_runtime!(g2_a_late_input_goes_in_the_next_batch);
-fn g2_a_late_input_goes_in_the_next_batch(runtime: Runtime) {
+on_each_runtime_and_way!(g2_a_late_input_goes_in_the_next_batch);
+fn g2_a_late_input_goes_in_the_next_batch(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
     let engine = {
         let seen = seen.clone();
@@ -203,7 +205,7 @@ fn g2_a_late_input_goes_in_the_next_batch(runtime: Runtime) {
             .shards(1)
             .pin(false)
             .order(Order::by(|input: &u64| *input as i64))
-            .start(move |_| {
+            .start_as(way, move |_| {
                 let seen = seen.clone();
                 move |key: u64, inputs: Vec<u64>| {
                     seen.lock().unwrap().push((key, inputs.clone()));
@@ -218,10 +220,10 @@ fn g2_a_late_input_goes_in_the_next_batch(runtime: Runtime) {
     assert_eq!(*seen.lock().unwrap(), vec![(1, vec![50]), (1, vec![10])]);
 }
 
-on_each_runtime!(g3_a_batch_carries_one_keys_inputs_and_that_key);
-fn g3_a_batch_carries_one_keys_inputs_and_that_key(runtime: Runtime) {
+on_each_runtime_and_way!(g3_a_batch_carries_one_keys_inputs_and_that_key);
+fn g3_a_batch_carries_one_keys_inputs_and_that_key(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(runtime, 2, seen.clone(), |b| b.max_batch_size(16));
+    let engine = echo_engine(runtime, way, 2, seen.clone(), |b| b.max_batch_size(16));
     // Input = key * 1_000_000 + n, so each input names its key.
     let callers: Vec<_> = (0..3)
         .map(|t| {
@@ -250,14 +252,14 @@ fn g3_a_batch_carries_one_keys_inputs_and_that_key(runtime: Runtime) {
     }
 }
 
-on_each_runtime!(g4_every_submit_ends_in_exactly_one_outcome_on_any_executor);
-fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor(runtime: Runtime) {
+on_each_runtime_and_way!(g4_every_submit_ends_in_exactly_one_outcome_on_any_executor);
+fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor(runtime: Runtime, way: Way) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
         .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(8)
-        .start(|_| {
+        .start_as(way, |_| {
             |key: u64, inputs: Vec<u64>| async move {
                 if key % 5 == 0 {
                     Err(format!("key {key} is read-only"))
@@ -317,10 +319,10 @@ fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor(runtime: Runtime)
     );
 }
 
-on_each_runtime!(g4_a_dropped_submit_is_still_sent);
-fn g4_a_dropped_submit_is_still_sent(runtime: Runtime) {
+on_each_runtime_and_way!(g4_a_dropped_submit_is_still_sent);
+fn g4_a_dropped_submit_is_still_sent(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(runtime, 1, seen.clone(), |b| b);
+    let engine = echo_engine(runtime, way, 1, seen.clone(), |b| b);
     drop(engine.submit(3, 33));
     engine.close();
     engine.join();
@@ -328,10 +330,10 @@ fn g4_a_dropped_submit_is_still_sent(runtime: Runtime) {
     assert_eq!(engine.stats().total().answered, 1);
 }
 
-on_each_runtime!(g5_lanes_go_away_when_their_work_is_done);
-fn g5_lanes_go_away_when_their_work_is_done(runtime: Runtime) {
+on_each_runtime_and_way!(g5_lanes_go_away_when_their_work_is_done);
+fn g5_lanes_go_away_when_their_work_is_done(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
-    let engine = echo_engine(runtime, 2, seen, |b| b);
+    let engine = echo_engine(runtime, way, 2, seen, |b| b);
     let outcomes =
         futures::executor::block_on(join_all((0..20_000_u64).map(|k| engine.submit(k, k))));
     assert!(outcomes.iter().all(|o| o.is_ok()));
@@ -347,11 +349,11 @@ fn g5_lanes_go_away_when_their_work_is_done(runtime: Runtime) {
     assert_eq!((total.lanes, total.waiting, total.answered), (0, 0, 20_000));
 }
 
-on_each_runtime!(g6_past_a_bound_submit_is_refused_at_once_with_the_input);
-fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime) {
+on_each_runtime_and_way!(g6_past_a_bound_submit_is_refused_at_once_with_the_input);
+fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(runtime, &open, &seen, |b| {
+    let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_batch_size(1)
             .max_in_flight_batches(1)
             .max_queueing(10)
@@ -397,11 +399,11 @@ fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime) {
     }
 }
 
-on_each_runtime!(g6_a_full_intake_refuses_at_once);
-fn g6_a_full_intake_refuses_at_once(runtime: Runtime) {
+on_each_runtime_and_way!(g6_a_full_intake_refuses_at_once);
+fn g6_a_full_intake_refuses_at_once(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(runtime, &open, &seen, |b| {
+    let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.intake_capacity(4)
             .max_queueing(4)
             .max_in_flight_batches(1)
@@ -438,11 +440,11 @@ impl Drop for Opener {
     }
 }
 
-on_each_runtime!(g6_the_queued_weight_is_bounded_too);
-fn g6_the_queued_weight_is_bounded_too(runtime: Runtime) {
+on_each_runtime_and_way!(g6_the_queued_weight_is_bounded_too);
+fn g6_the_queued_weight_is_bounded_too(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(runtime, &open, &seen, |b| {
+    let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_in_flight_batches(1)
             .max_queued_weight(50)
             .weigh(|input: &u64| *input)
@@ -469,11 +471,11 @@ fn g6_the_queued_weight_is_bounded_too(runtime: Runtime) {
     assert_eq!(outcomes, vec![Ok(1), Ok(20), Ok(20)]);
 }
 
-on_each_runtime!(g7_a_key_that_always_has_more_cannot_starve_others);
-fn g7_a_key_that_always_has_more_cannot_starve_others(runtime: Runtime) {
+on_each_runtime_and_way!(g7_a_key_that_always_has_more_cannot_starve_others);
+fn g7_a_key_that_always_has_more_cannot_starve_others(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
-    let engine = gated_engine(runtime, &open, &seen, |b| {
+    let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_batch_size(2).max_in_flight_batches(1)
     });
     let _open_on_exit = Opener(open.clone());
@@ -499,11 +501,11 @@ fn g7_a_key_that_always_has_more_cannot_starve_others(runtime: Runtime) {
     assert_eq!(cold_at, 1, "{seen:?}");
 }
 
-on_each_runtime!(g8_a_partial_batch_waits_for_its_delay_then_goes);
-fn g8_a_partial_batch_waits_for_its_delay_then_goes(runtime: Runtime) {
+on_each_runtime_and_way!(g8_a_partial_batch_waits_for_its_delay_then_goes);
+fn g8_a_partial_batch_waits_for_its_delay_then_goes(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
     let delay = Duration::from_millis(30);
-    let engine = echo_engine(runtime, 1, seen.clone(), |b| {
+    let engine = echo_engine(runtime, way, 1, seen.clone(), |b| {
         b.max_batch_delay(delay).max_batch_size(10)
     });
     let started = Instant::now();
@@ -527,15 +529,15 @@ fn g8_a_partial_batch_waits_for_its_delay_then_goes(runtime: Runtime) {
     assert_eq!(seen.lock().unwrap()[1], (2, (0..10).collect()));
 }
 
-on_each_runtime!(g9_close_refuses_new_input_and_answers_everything_admitted);
-fn g9_close_refuses_new_input_and_answers_everything_admitted(runtime: Runtime) {
+on_each_runtime_and_way!(g9_close_refuses_new_input_and_answers_everything_admitted);
+fn g9_close_refuses_new_input_and_answers_everything_admitted(runtime: Runtime, way: Way) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
         .runtime(runtime)
         .shards(2)
         .pin(false)
         .max_batch_size(4)
         .max_batch_delay(Duration::from_secs(3600))
-        .start(|_| {
+        .start_as(way, |_| {
             |_key: u64, inputs: Vec<u64>| async move {
                 support::sleep(Duration::from_micros(300)).await;
                 Ok::<_, String>(inputs)
@@ -603,8 +605,8 @@ fn g9_close_refuses_new_input_and_answers_everything_admitted(runtime: Runtime) 
     }
 }
 
-on_each_runtime!(g10_a_failing_batch_fails_only_its_own_callers);
-fn g10_a_failing_batch_fails_only_its_own_callers(runtime: Runtime) {
+on_each_runtime_and_way!(g10_a_failing_batch_fails_only_its_own_callers);
+fn g10_a_failing_batch_fails_only_its_own_callers(runtime: Runtime, way: Way) {
     #[derive(Clone, Debug, PartialEq)]
     struct StoreDown(&'static str);
     impl std::fmt::Display for StoreDown {
@@ -616,7 +618,7 @@ fn g10_a_failing_batch_fails_only_its_own_callers(runtime: Runtime) {
         .runtime(runtime)
         .shards(1)
         .pin(false)
-        .start(|_| {
+        .start_as(way, |_| {
             |key: u64, inputs: Vec<u64>| async move {
                 match (key, inputs[0]) {
                     (1, 0) => panic!("the batch function panicked on purpose"),

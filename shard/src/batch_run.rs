@@ -1,12 +1,13 @@
-//! One batch as the loop runs it: the batch function's future, with its
-//! panic caught, in a heap cell the loop reuses.
+//! One batch (or trip) as the loop runs it: the user's function's future,
+//! with its panic caught, in a heap cell the loop reuses.
 //!
 //! A batch future must stay where it is once polled, so it lives in a
 //! pinned box. Against a fast store most batches finish on their first
 //! poll; their box is then emptied in place and kept for the next batch,
 //! so such a batch allocates nothing for its future. A batch still pending
 //! after that poll keeps its box while it runs and gives it back when it
-//! finishes.
+//! finishes. What the loop keeps of the batch meanwhile (its ticket and
+//! replies, or a trip's) travels with it as `H`.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -16,7 +17,7 @@ use std::task::{Context, Poll};
 use futures::future::CatchUnwind;
 use futures::FutureExt;
 
-use crate::core::{BatchOutcome, Reply};
+use crate::core::Ended;
 use crate::nanos::Nanos;
 use crate::trace::Scope;
 
@@ -30,22 +31,20 @@ pub(crate) type Cell<F> = Pin<Box<Option<Caught<F>>>>;
 /// is enough; a few more cover batches finishing together).
 const CELLS_KEPT_MAX: usize = 16;
 
-/// A batch running: its future in its cell, its ticket and callers, and
-/// when it started.
-pub(crate) struct BatchRun<T, I, O, E, F> {
+/// A batch running: its future in its cell, what the loop keeps of it
+/// (its ticket and callers), and when it started.
+pub(crate) struct BatchRun<H, F> {
     cell: Option<Cell<F>>,
-    ticket: T,
-    replies: Option<Vec<Reply<I, O, E>>>,
+    held: Option<H>,
     started: Nanos,
     scope: Scope,
 }
 
 /// A batch that finished: what the loop needs to release and answer it,
 /// and its emptied cell.
-pub(crate) struct Finished<T, I, O, E, F> {
-    pub(crate) ticket: T,
-    pub(crate) replies: Vec<Reply<I, O, E>>,
-    pub(crate) outcome: BatchOutcome<O, E>,
+pub(crate) struct Finished<H, F: Future> {
+    pub(crate) held: H,
+    pub(crate) ended: Ended<F::Output>,
     pub(crate) started: Nanos,
     pub(crate) cell: Cell<F>,
     /// The batch's span (feature `tracing`), for its fault event.
@@ -53,12 +52,12 @@ pub(crate) struct Finished<T, I, O, E, F> {
 }
 
 // Nothing is pinned structurally: the future is behind its own box.
-impl<T, I, O, E, F> Unpin for BatchRun<T, I, O, E, F> {}
+impl<H, F> Unpin for BatchRun<H, F> {}
 
 /// What the first poll of a batch's future gave.
-pub(crate) enum FirstPoll<O, E, F> {
-    /// It finished: its outcome, and its cell, emptied for the next batch.
-    Finished(BatchOutcome<O, E>, Cell<F>),
+pub(crate) enum FirstPoll<F: Future> {
+    /// It finished: how, and its cell, emptied for the next batch.
+    Finished(Ended<F::Output>, Cell<F>),
     /// It waits: its cell, with the future inside, to run on as a
     /// [`BatchRun`].
     Pending(Cell<F>),
@@ -67,14 +66,11 @@ pub(crate) enum FirstPoll<O, E, F> {
 /// Puts `future` in `cell` (emptied before) and polls it once. A batch
 /// that finishes here never becomes a [`BatchRun`]: against a fast store,
 /// most batches.
-pub(crate) fn first_poll<O, E, F>(
+pub(crate) fn first_poll<F: Future>(
     mut cell: Cell<F>,
     future: F,
     cx: &mut Context<'_>,
-) -> FirstPoll<O, E, F>
-where
-    F: Future<Output = Result<Vec<O>, E>>,
-{
+) -> FirstPoll<F> {
     debug_assert!(cell.is_none(), "a cell is emptied before reuse");
     cell.set(Some(AssertUnwindSafe(future).catch_unwind()));
     match poll_in(&mut cell, cx) {
@@ -85,10 +81,7 @@ where
 
 /// Polls the future in `cell`; once it finishes, drops it in place (the
 /// box stays, for reuse) and gives its outcome.
-fn poll_in<O, E, F>(cell: &mut Cell<F>, cx: &mut Context<'_>) -> Poll<BatchOutcome<O, E>>
-where
-    F: Future<Output = Result<Vec<O>, E>>,
-{
+fn poll_in<F: Future>(cell: &mut Cell<F>, cx: &mut Context<'_>) -> Poll<Ended<F::Output>> {
     let running = cell
         .as_mut()
         .as_pin_mut()
@@ -98,36 +91,27 @@ where
     };
     cell.set(None);
     Poll::Ready(match result {
-        Ok(returned) => BatchOutcome::Returned(returned),
-        Err(_) => BatchOutcome::Panicked,
+        Ok(returned) => Ended::Returned(returned),
+        Err(_) => Ended::Panicked,
     })
 }
 
-impl<T, I, O, E, F> BatchRun<T, I, O, E, F> {
-    /// The batch of `ticket` whose first poll left it pending: its future
-    /// in `cell`, inside the span `scope`.
-    pub(crate) fn new(
-        cell: Cell<F>,
-        (ticket, replies): (T, Vec<Reply<I, O, E>>),
-        started: Nanos,
-        scope: Scope,
-    ) -> Self {
+impl<H, F> BatchRun<H, F> {
+    /// The batch `held` whose first poll left it pending: its future in
+    /// `cell`, inside the span `scope`.
+    pub(crate) fn new(cell: Cell<F>, held: H, started: Nanos, scope: Scope) -> Self {
         debug_assert!(cell.is_some(), "a pending batch's cell is full");
         Self {
             cell: Some(cell),
-            ticket,
-            replies: Some(replies),
+            held: Some(held),
             started,
             scope,
         }
     }
 }
 
-impl<T: Copy, I, O, E, F> Future for BatchRun<T, I, O, E, F>
-where
-    F: Future<Output = Result<Vec<O>, E>>,
-{
-    type Output = Finished<T, I, O, E, F>;
+impl<H, F: Future> Future for BatchRun<H, F> {
+    type Output = Finished<H, F>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -135,13 +119,12 @@ where
             .cell
             .as_mut()
             .expect("a batch is polled until it finishes, not after");
-        let Poll::Ready(outcome) = poll_in(cell, cx) else {
+        let Poll::Ready(ended) = poll_in(cell, cx) else {
             return Poll::Pending;
         };
         Poll::Ready(Finished {
-            ticket: this.ticket,
-            replies: this.replies.take().expect("replies until finished"),
-            outcome,
+            held: this.held.take().expect("held until finished"),
+            ended,
             started: this.started,
             cell: this.cell.take().expect("a cell until finished"),
             scope: this.scope.clone(),
@@ -193,7 +176,7 @@ mod tests {
         let FirstPoll::Finished(outcome, cell) = polled else {
             panic!("a ready future finishes on its first poll");
         };
-        assert!(matches!(outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[7]));
+        assert!(matches!(outcome, Ended::Returned(Ok(ref outputs)) if outputs == &[7]));
         assert!(cell.is_none());
         cells.keep(cell);
         assert_eq!(
@@ -212,10 +195,7 @@ mod tests {
             Ok::<Vec<u32>, ()>(Vec::new())
         };
         let polled = cx_noop(|cx| first_poll(Box::pin(None), future, cx));
-        assert!(matches!(
-            polled,
-            FirstPoll::Finished(BatchOutcome::Panicked, _)
-        ));
+        assert!(matches!(polled, FirstPoll::Finished(Ended::Panicked, _)));
     }
 
     #[test]
@@ -226,16 +206,15 @@ mod tests {
             panic!("nothing was sent yet");
         };
         let address = &*cell as *const _ as usize;
-        let mut run: BatchRun<u8, u32, u32, (), _> =
-            BatchRun::new(cell, (4, Vec::new()), Nanos::ZERO, trace::no_scope());
+        let mut run: BatchRun<u8, _> = BatchRun::new(cell, 4, Nanos::ZERO, trace::no_scope());
         assert!(cx_noop(|cx| Pin::new(&mut run).poll(cx)).is_pending());
         tell.send(vec![9]).unwrap();
         let Poll::Ready(finished) = cx_noop(|cx| Pin::new(&mut run).poll(cx)) else {
             panic!("answered");
         };
-        assert_eq!(finished.ticket, 4);
+        assert_eq!(finished.held, 4);
         assert!(
-            matches!(finished.outcome, BatchOutcome::Returned(Ok(ref outputs)) if outputs == &[9])
+            matches!(finished.ended, Ended::Returned(Ok::<_, ()>(ref outputs)) if outputs == &[9])
         );
         assert!(finished.cell.is_none());
         assert_eq!(&*finished.cell as *const _ as usize, address);

@@ -153,14 +153,46 @@ pub struct Dispatch<T, K, I, O, E> {
     pub replies: Vec<Reply<I, O, E>>,
 }
 
-/// How a batch ended.
+/// How a call of the user's function ended: it returned `R`, or it
+/// panicked.
 #[derive(Debug)]
-pub enum BatchOutcome<O, E> {
-    /// The batch function returned.
-    Returned(Result<Vec<O>, E>),
-    /// The batch function panicked.
+pub enum Ended<R> {
+    /// The function's future finished with this.
+    Returned(R),
+    /// The function, or its future, panicked.
     Panicked,
 }
+
+/// How a batch ended: the batch function returned its outputs or an error,
+/// or it panicked.
+pub type BatchOutcome<O, E> = Ended<Result<Vec<O>, E>>;
+
+/// How a trip ended: the trip function returned one result per batch (or,
+/// breaking its contract, another number of them), or it panicked.
+pub type TripOutcome<O, E> = Ended<Vec<Result<Vec<O>, E>>>;
+
+/// The bounds of one trip: how many batches, and how much weight in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TripLimits {
+    /// Batches (keys) in one trip at most; at least 1.
+    pub max_batches: usize,
+    /// The trip's total weight at most, unless it is a single batch.
+    pub max_weight: u64,
+}
+
+/// A trip taken from the queue: the keys' batches for the trip function,
+/// in the order taken (first come, first served), and what the loop keeps
+/// to release and answer them.
+pub type TripDispatch<T, K, I, O, E> = (Vec<(K, Vec<I>)>, Vec<(T, Vec<Reply<I, O, E>>)>);
+
+/// The trip a core of queue `Q` dispatches.
+pub type TripDispatchOf<Q, I, O, E> = TripDispatch<
+    <Q as Queue<Waiter<I, O, E>>>::Ticket,
+    <Q as Queue<Waiter<I, O, E>>>::Key,
+    I,
+    O,
+    E,
+>;
 
 /// The shard's state machine over the queue `Q`. See the module docs.
 #[derive(Debug)]
@@ -397,6 +429,117 @@ where
         self.queue.take_with(now, |items| books.split(now, items))
     }
 
+    /// The next trip to start, if a slot is free and a lane is ready at
+    /// `now`: up to `limits.max_batches` ready lanes, first come first
+    /// served, each lane's batch as [`dispatch`](Self::dispatch) would take
+    /// it, all in one slot. Every lane taken is busy until
+    /// [`release_trip`](Self::release_trip); no key is in a trip twice,
+    /// since a lane taken is busy and out of the ready line (G1).
+    ///
+    /// A batch that would push the trip's weight past `limits.max_weight`
+    /// stays at the front of the ready line for the next trip (a trip's
+    /// first batch always goes).
+    pub fn dispatch_trip(
+        &mut self,
+        now: impl Into<Nanos>,
+        limits: TripLimits,
+    ) -> Option<TripDispatchOf<Q, I, O, E>> {
+        let now = now.into();
+        if self.in_flight >= self.max_in_flight {
+            return None;
+        }
+        let (mut batches, mut held) = (Vec::new(), Vec::new());
+        let mut weight = 0_u64;
+        while batches.len() < limits.max_batches {
+            if limits.max_weight != u64::MAX {
+                let Some(next) = self.queue.next_weight(now) else {
+                    break;
+                };
+                if !batches.is_empty() && weight.saturating_add(next) > limits.max_weight {
+                    break;
+                }
+                weight = weight.saturating_add(next);
+            }
+            let Some((ticket, key, (inputs, replies))) = self.take_batch(now) else {
+                break;
+            };
+            if inputs.is_empty() {
+                self.books.spare_replies.push(replies);
+                self.queue.complete(ticket, now);
+                continue;
+            }
+            self.books.stats.batches += 1;
+            self.books.stats.sent += inputs.len() as u64;
+            batches.push((key, inputs));
+            held.push((ticket, replies));
+        }
+        if batches.is_empty() {
+            return None;
+        }
+        self.in_flight += 1;
+        self.books.stats.trips += 1;
+        self.books.observer.trip_taken(batches.len());
+        debug_assert!(self.in_flight <= self.max_in_flight);
+        debug_assert!(batches.len() <= limits.max_batches);
+        Some((batches, held))
+    }
+
+    /// A trip finished: its lanes and its one slot are free again. The
+    /// driver must then [`answer_trip`](Self::answer_trip) its callers in
+    /// the same turn (see [`release`](Self::release)).
+    pub fn release_trip<'h>(
+        &mut self,
+        tickets: impl IntoIterator<Item = &'h Q::Ticket>,
+        now: impl Into<Nanos>,
+    ) where
+        Q::Ticket: 'h,
+    {
+        debug_assert!(self.in_flight > 0, "release without a trip in flight");
+        let now = now.into();
+        for ticket in tickets {
+            self.queue.complete(*ticket, now);
+        }
+        self.in_flight -= 1;
+    }
+
+    /// The second half of a trip's end: each batch's callers get that
+    /// batch's result, exactly once (G4). A trip function that returned
+    /// the wrong number of results fails every batch of the trip with
+    /// `WrongOutputCount { expected: batches, got: results }`; one that
+    /// panicked fails every batch `Panicked`. A batch whose own result has
+    /// the wrong number of outputs fails alone (G10).
+    pub fn answer_trip(
+        &mut self,
+        held: Vec<(Q::Ticket, Vec<Reply<I, O, E>>)>,
+        outcome: TripOutcome<O, E>,
+    ) {
+        match outcome {
+            Ended::Returned(results) if results.len() == held.len() => {
+                for ((_, replies), result) in held.into_iter().zip(results) {
+                    self.answer(replies, Ended::Returned(result));
+                }
+            }
+            Ended::Returned(results) => {
+                let (expected, got) = (held.len(), results.len());
+                for (_, mut replies) in held {
+                    let stats = &mut self.books.stats;
+                    stats.answered += replies.len() as u64;
+                    stats.wrong_output_count += replies.len() as u64;
+                    self.answer_all(&mut replies, || FerryError::WrongOutputCount {
+                        expected,
+                        got,
+                    });
+                    self.keep_spare_replies(replies);
+                }
+            }
+            Ended::Panicked => {
+                for (_, replies) in held {
+                    self.answer(replies, Ended::Panicked);
+                }
+            }
+        }
+    }
+
     /// Counts a batch out and puts it in a slot.
     #[inline]
     fn start(
@@ -510,7 +653,7 @@ where
         let stats = &mut self.books.stats;
         stats.answered += expected as u64;
         match outcome {
-            BatchOutcome::Returned(Ok(mut outputs)) if outputs.len() == expected => {
+            Ended::Returned(Ok(mut outputs)) if outputs.len() == expected => {
                 stats.answered_ok += expected as u64;
                 if expected == 1 {
                     // A batch of one (every batch when keys outnumber the
@@ -531,7 +674,7 @@ where
                 }
                 self.keep_spare_inputs(outputs);
             }
-            BatchOutcome::Returned(Ok(outputs)) => {
+            Ended::Returned(Ok(outputs)) => {
                 stats.wrong_output_count += expected as u64;
                 let got = outputs.len();
                 self.answer_all(&mut replies, || FerryError::WrongOutputCount {
@@ -539,15 +682,22 @@ where
                     got,
                 });
             }
-            BatchOutcome::Returned(Err(err)) => {
+            Ended::Returned(Err(err)) => {
                 stats.failed += expected as u64;
                 self.answer_all(&mut replies, || FerryError::Failed(err.clone()));
             }
-            BatchOutcome::Panicked => {
+            Ended::Panicked => {
                 stats.panicked += expected as u64;
                 self.answer_all(&mut replies, || FerryError::Panicked);
             }
         }
+        debug_assert!(replies.is_empty(), "every reply is used (G4)");
+        self.keep_spare_replies(replies);
+    }
+
+    /// Keeps an emptied replies vector for a later batch (up to a few).
+    #[inline(always)]
+    fn keep_spare_replies(&mut self, replies: Vec<Reply<I, O, E>>) {
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
         if self.books.spare_replies.len() < SPARE_REPLIES_MAX {
             self.books.spare_replies.push(replies);

@@ -393,6 +393,13 @@ impl<T> Fifo<T> {
         Some(consumed)
     }
 
+    /// The weight of the batch [`take_with`](Self::take_with) would take at
+    /// `now`, if one is ready. Takes nothing.
+    pub fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
+        let now_ns = self.observe(now);
+        self.is_ready_at(now_ns).then(|| self.front_batch().1)
+    }
+
     /// How many inputs from the front make the next batch, and their
     /// weight: as many as fit both bounds, and at least one.
     fn front_batch(&self) -> (usize, u64) {

@@ -19,7 +19,7 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use crate::answer_cell::{self, answer_cell, local_answer_cell};
-use crate::batch_fn::BatchFn;
+use crate::carry::Carry;
 use crate::clock::Clock;
 use crate::config::LanesConfig;
 use crate::core::{Bundled, FlushReply, Offer, Outcome, ShardCore, Submission, Waiter};
@@ -208,8 +208,11 @@ where
     E: Clone + Send + 'static,
 {
     /// Starts the shard's thread on `config.runtime`. `factory` is called
-    /// once, on that thread, and awaited there, to make the batch function
-    /// that serves this shard; [`Starting::wait`] tells whether it did.
+    /// once, on that thread, and awaited there, to make the function that
+    /// serves this shard, with the way it is carried (a batch function in a
+    /// [`PerBatch`](crate::parts::PerBatch), a trip function in a
+    /// [`PerTrip`](crate::parts::PerTrip)); [`Starting::wait`] tells
+    /// whether it did.
     pub fn start<F, Fut, B, FE>(
         config: ShardConfig,
         factory: Arc<F>,
@@ -217,7 +220,7 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<B, FE>> + 'static,
-        B: BatchFn<Q::Key, I, O, E> + 'static,
+        B: Carry<Q, I, O, E> + 'static,
         FE: Send + 'static,
     {
         let intake = Arc::new(Intake::new(config.intake_capacity));
@@ -504,7 +507,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     E: Clone + Send + 'static,
     F: Fn(ShardId) -> Fut,
     Fut: Future<Output = Result<B, FE>>,
-    B: BatchFn<Q::Key, I, O, E> + 'static,
+    B: Carry<Q, I, O, E> + 'static,
 {
     let Shared {
         intake,
@@ -522,7 +525,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
         if let Some(granted) = granted {
             trace::sched_slice(config.id, config.sched_slice, &granted);
         }
-        let Some(batch_fn) = make_batch_fn(&*factory, config.id, &ready).await else {
+        let Some(carry) = make_carry(&*factory, config.id, &ready).await else {
             return;
         };
         let core: SharedCore<Q, I, O, E> = new_core(&config);
@@ -543,7 +546,7 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
             flushes: Arc::clone(&flushes),
             intake: Arc::clone(&intake),
             counters: Arc::clone(&counters),
-            batch_fn,
+            carry,
             clock,
             wakers,
             idle: IdlePolicy {
@@ -583,7 +586,7 @@ fn wakers_of<T: Send + 'static>(intake: &Arc<Intake<T>>) -> Wakers {
 
 /// Calls and awaits the factory on the shard's thread; reports its error or
 /// panic to the starting engine (and returns `None`).
-async fn make_batch_fn<F, Fut, B, FE>(factory: &F, id: ShardId, ready: &Ready<FE>) -> Option<B>
+async fn make_carry<F, Fut, B, FE>(factory: &F, id: ShardId, ready: &Ready<FE>) -> Option<B>
 where
     F: Fn(ShardId) -> Fut,
     Fut: Future<Output = Result<B, FE>>,

@@ -691,6 +691,34 @@ where
         ))
     }
 
+    /// The weight of the batch [`take_with`](Self::take_with) would take at
+    /// `now`, if a lane is ready: what a trip weighs before it takes one
+    /// more batch (`max_trip_weight`). Takes nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// assert_eq!(lanes.next_weight(Duration::ZERO), None);
+    /// lanes.admit("a", 'x', 0, 3, Duration::ZERO).unwrap();
+    /// lanes.admit("a", 'y', 0, 4, Duration::ZERO).unwrap();
+    /// assert_eq!(lanes.next_weight(Duration::ZERO), Some(7));
+    /// assert_eq!(lanes.take(Duration::ZERO).unwrap().inputs, vec!['x', 'y']);
+    /// ```
+    pub fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
+        let now_ns = self.observe(now);
+        self.promote_due(now_ns);
+        let place = self.next_ready()?;
+        let lane = &self.places[place as usize];
+        let (_, weight) = lane.batch_extent(&self.config);
+        // Back at the front: the take that follows finds it first (G7).
+        let id = lane.id(place);
+        self.ready.push_front(id);
+        Some(weight)
+    }
+
     /// The front of the ready line, past the stale entries of lanes removed
     /// while in line (module docs).
     fn next_ready(&mut self) -> Option<u32> {

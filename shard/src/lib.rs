@@ -31,6 +31,7 @@
 mod answer_cell;
 mod batch_fn;
 mod batch_run;
+mod carry;
 mod clock;
 mod config;
 mod core;
@@ -67,6 +68,7 @@ mod slice;
 mod stats;
 mod sync;
 mod trace;
+mod trip_fn;
 
 pub use crate::core::Outcome;
 pub use batch_fn::BatchFn;
@@ -87,6 +89,7 @@ pub use runtime::Runtime;
 pub use shard_id::ShardId;
 pub use slice::{MAX_SCHED_SLICE, MIN_SCHED_SLICE};
 pub use stats::{Distributions, Kind, ShardStats};
+pub use trip_fn::TripFn;
 
 /// A shard of per-key batching: one lane per key.
 pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
@@ -100,9 +103,10 @@ pub mod parts {
     pub use crate::answer_cell::{
         answer_cell, local_answer_cell, Local, Receiver, Sender, Shared, Unsent, Word,
     };
+    pub use crate::carry::{Carry, PerBatch, PerTrip};
     pub use crate::core::{
-        BatchOutcome, Bundled, Dispatch, DispatchOf, FlushReply, Offer, Reply, ShardCore,
-        Submission, Waiter,
+        BatchOutcome, Bundled, Dispatch, DispatchOf, Ended, FlushReply, Offer, Reply, ShardCore,
+        Submission, TripDispatch, TripDispatchOf, TripLimits, TripOutcome, Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::flush::Generations;

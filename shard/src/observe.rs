@@ -90,6 +90,20 @@ impl Observer {
         self.histograms.batch_time_ns.record(took_ns);
     }
 
+    /// A trip of `batches` batches was taken.
+    pub(crate) fn trip_taken(&mut self, batches: usize) {
+        self.histograms.trip_batches.record(batches as u64);
+    }
+
+    /// A trip of `batches` batches started at `started` completed at
+    /// `now`: each of its batches took that long.
+    pub(crate) fn trip_done(&mut self, batches: usize, started: Nanos, now: Nanos) {
+        let took_ns = now.as_u64().saturating_sub(started.as_u64());
+        self.histograms
+            .batch_time_ns
+            .record_n(took_ns, batches as u64);
+    }
+
     /// An input was refused for `reason`.
     pub(crate) fn refused(&mut self, stats: &mut ShardStats, reason: Refused) {
         count_refusal(stats, reason, 1);

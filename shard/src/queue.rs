@@ -77,6 +77,10 @@ pub trait Queue<T> {
         consume: impl FnOnce(Self::Items<'_>) -> R,
     ) -> Option<(Self::Ticket, Self::Key, R)>;
 
+    /// The weight of the batch [`take_with`](Queue::take_with) would take
+    /// at `now`, if one is ready; takes nothing.
+    fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64>;
+
     /// The batch named by `ticket` finished (whatever its outcome).
     fn complete(&mut self, ticket: Self::Ticket, now: impl Into<Nanos>);
 
@@ -184,6 +188,10 @@ where
         Lanes::take_with(self, now, consume)
     }
 
+    fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
+        Lanes::next_weight(self, now)
+    }
+
     fn complete(&mut self, lane: LaneId, now: impl Into<Nanos>) {
         Lanes::complete(self, lane, now);
     }
@@ -283,6 +291,10 @@ impl<T> Queue<T> for Fifo<T> {
         consume: impl FnOnce(FifoItems<'_, T>) -> R,
     ) -> Option<((), (), R)> {
         Fifo::take_with(self, now, consume).map(|taken| ((), (), taken))
+    }
+
+    fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
+        Fifo::next_weight(self, now)
     }
 
     fn complete(&mut self, _ticket: (), _now: impl Into<Nanos>) {}

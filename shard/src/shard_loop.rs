@@ -59,10 +59,10 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 
-use crate::batch_fn::BatchFn;
 use crate::batch_run::{self, BatchRun, Cells, FirstPoll};
+use crate::carry::Carry;
 use crate::clock::Clock;
-use crate::core::{BatchOutcome, Dispatch, FlushReply, Reply, ShardCore, Waiter};
+use crate::core::{Ended, FlushReply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
 use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
@@ -103,8 +103,8 @@ enum Closing {
 }
 
 /// A finished batch whose slot is released and whose callers wait for
-/// their answers.
-type Unanswered<I, O, E> = (Vec<Reply<I, O, E>>, BatchOutcome<O, E>);
+/// their answers: what the loop kept of it, and how it ended.
+type Unanswered<H, R> = (H, Ended<R>);
 
 /// The phases that need the `metrics` feature's exporter reach it here.
 #[cfg(feature = "metrics")]
@@ -113,14 +113,14 @@ type Exporter = crate::metrics::Exporter;
 /// The batches out of the queue: running, or finished with their slots
 /// released and their callers not yet answered; and how long batches have
 /// been taking.
-struct Batches<T, I, O, E, F> {
-    running: FuturesUnordered<BatchRun<T, I, O, E, F>>,
+struct Batches<H, F: Future> {
+    running: FuturesUnordered<BatchRun<H, F>>,
     /// Emptied homes of batch futures, for the next batches.
     cells: Cells<F>,
-    finished: Vec<Unanswered<I, O, E>>,
+    finished: Vec<Unanswered<H, F::Output>>,
     /// The finished batches being answered (swapped with `finished`, so
     /// neither list allocates once grown).
-    answering: Vec<Unanswered<I, O, E>>,
+    answering: Vec<Unanswered<H, F::Output>>,
     took: BatchTime,
 }
 
@@ -141,7 +141,9 @@ where
     pub(crate) intake: SharedIntake<Q::Key, I, O, E>,
     pub(crate) flushes: Arc<FlushDoor<FlushReply>>,
     pub(crate) counters: Arc<ShardCounters>,
-    pub(crate) batch_fn: B,
+    /// The user's function, and how a slot is filled for it (a batch, or
+    /// a trip).
+    pub(crate) carry: B,
     pub(crate) clock: Rc<Clock>,
     pub(crate) wakers: Wakers,
     pub(crate) idle: IdlePolicy,
@@ -154,10 +156,10 @@ pub(crate) struct ShardLoop<R, Q, I, O, E, B>
 where
     R: Executor,
     Q: Queue<Waiter<I, O, E>>,
-    B: BatchFn<Q::Key, I, O, E>,
+    B: Carry<Q, I, O, E>,
 {
     parts: Parts<Q, I, O, E, B>,
-    batches: Batches<Q::Ticket, I, O, E, Attached<B::Future>>,
+    batches: Batches<B::Held, Attached<B::Future>>,
     closing: Closing,
     /// The timer armed for the earliest deadline, and that deadline.
     timer: Option<(Nanos, R::Timer)>,
@@ -188,7 +190,7 @@ where
     R: Executor,
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
-    B: BatchFn<Q::Key, I, O, E>,
+    B: Carry<Q, I, O, E>,
 {
     pub(crate) fn new(parts: Parts<Q, I, O, E, B>) -> Self {
         let (stamp_on_pop, expires) = {
@@ -289,8 +291,8 @@ where
         while !self.batches.finished.is_empty() {
             let mut answering = std::mem::take(&mut self.batches.answering);
             std::mem::swap(&mut self.batches.finished, &mut answering);
-            for (replies, outcome) in answering.drain(..) {
-                self.parts.core.borrow_mut().answer(replies, outcome);
+            for (held, ended) in answering.drain(..) {
+                B::answer(&mut self.parts.core.borrow_mut(), held, ended);
                 self.react();
             }
             self.batches.answering = answering;
@@ -443,15 +445,16 @@ where
             self.batches
                 .took
                 .record(now.saturating_sub(finished.started));
-            trace::fault_in(&finished.scope, &finished.outcome, finished.replies.len());
+            let (held, ended) = (finished.held, finished.ended);
+            trace::fault_in(&finished.scope, || B::fault(&held, &ended));
             self.batches.cells.keep(finished.cell);
-            let mut core = self.parts.core.borrow_mut();
-            core.observer_mut().batch_done(finished.started, now);
-            core.release(finished.ticket, now);
-            drop(core);
-            self.batches
-                .finished
-                .push((finished.replies, finished.outcome));
+            B::release(
+                &mut self.parts.core.borrow_mut(),
+                &held,
+                finished.started,
+                now,
+            );
+            self.batches.finished.push((held, ended));
             any = true;
         }
         self.worked |= any;
@@ -472,36 +475,35 @@ where
             let now = self.parts.clock.latest();
             // The borrow ends with this statement, before the batch function
             // runs: it may submit to its own shard.
-            let Some(dispatch) = self.parts.core.borrow_mut().dispatch(now) else {
+            let taken = self
+                .parts
+                .carry
+                .take(&mut self.parts.core.borrow_mut(), now);
+            let Some((load, held)) = taken else {
                 break;
             };
             self.worked = true;
-            let Dispatch {
-                ticket,
-                key,
-                inputs,
-                replies,
-            } = dispatch;
-            let span = self.batch_span();
+            let span = self.batch_span(&held);
             let call = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                span.in_scope(|| self.parts.batch_fn.call(key, inputs))
+                span.in_scope(|| self.parts.carry.call(load))
             }));
             let scope = span.scope();
             let Ok(future) = call else {
-                trace::fault_in(&scope, &BatchOutcome::<O, E>::Panicked, replies.len());
-                self.finish_at_once(ticket, replies, BatchOutcome::Panicked, now);
+                let ended = Ended::Panicked;
+                trace::fault_in(&scope, || B::fault(&held, &ended));
+                self.finish_at_once(held, ended, now);
                 continue;
             };
             let cell = self.batches.cells.take();
             let mut cx = Context::from_waker(&self.parts.wakers.bell);
             match batch_run::first_poll(cell, span.attach(future), &mut cx) {
-                FirstPoll::Finished(outcome, cell) => {
+                FirstPoll::Finished(ended, cell) => {
                     self.batches.cells.keep(cell);
-                    trace::fault_in(&scope, &outcome, replies.len());
-                    self.finish_at_once(ticket, replies, outcome, now);
+                    trace::fault_in(&scope, || B::fault(&held, &ended));
+                    self.finish_at_once(held, ended, now);
                 }
                 FirstPoll::Pending(cell) => {
-                    let batch = BatchRun::new(cell, (ticket, replies), now, scope);
+                    let batch = BatchRun::new(cell, held, now, scope);
                     self.batches.running.push(batch);
                 }
             }
@@ -510,27 +512,23 @@ where
 
     /// A batch that finished as it started: completed at once, without the
     /// bookkeeping of the running set.
-    fn finish_at_once(
-        &mut self,
-        ticket: Q::Ticket,
-        replies: Vec<Reply<I, O, E>>,
-        outcome: BatchOutcome<O, E>,
-        started: Nanos,
-    ) {
+    fn finish_at_once(&mut self, held: B::Held, ended: Ended<B::Output>, started: Nanos) {
         self.batches.took.record(Duration::ZERO);
         let now = self.parts.clock.read();
-        let mut core = self.parts.core.borrow_mut();
-        core.observer_mut().batch_done(started, now);
-        core.complete(ticket, replies, outcome, now);
+        B::complete(&mut self.parts.core.borrow_mut(), held, ended, started, now);
     }
 
-    /// The span of the batch just dispatched (feature `tracing`).
-    fn batch_span(&self) -> BatchSpan {
-        BatchSpan::new(|| {
-            let mut core = self.parts.core.borrow_mut();
-            let observer = core.observer_mut();
-            (observer.shard(), observer.last_batch())
-        })
+    /// The span of the batch (or trip) just taken (feature `tracing`).
+    fn batch_span(&self, held: &B::Held) -> BatchSpan {
+        let shard = || self.parts.core.borrow_mut().observer_mut().shard();
+        match B::trip_size(held) {
+            Some((batches, inputs)) => BatchSpan::trip(|| (shard(), batches, inputs)),
+            None => BatchSpan::new(|| {
+                let mut core = self.parts.core.borrow_mut();
+                let observer = core.observer_mut();
+                (observer.shard(), observer.last_batch())
+            }),
+        }
     }
 
     /// Step 8: waits for the next event, in the idle stage that fits.

@@ -253,7 +253,8 @@ figures! {
     Gauge waiting,
     /// Weight of the waiting inputs. Gauge.
     Gauge waiting_weight,
-    /// Batches in flight. Gauge.
+    /// Slots in use: batches in flight, or with a trip function, trips.
+    /// Gauge.
     Gauge in_flight,
     /// Inputs in the intake queue, not yet seen by the shard. Gauge.
     Gauge intake,
@@ -265,8 +266,11 @@ figures! {
     /// Inputs refused (at the intake or by the shard), handed back; the sum
     /// of the `refused_*` figures, exported through them. Counter.
     Counter refused => (none),
-    /// Batches started. Counter.
+    /// Batches started (with trips, the keys' batches in them). Counter.
     Counter batches,
+    /// Trips started: calls of a trip function, each carrying one or more
+    /// keys' batches; always 0 for a batch function (`start`). Counter.
+    Counter trips,
     /// Inputs sent in a batch. Counter.
     Counter sent,
     /// Admitted inputs whose caller was answered; the sum of `answered_ok`,
@@ -333,6 +337,8 @@ figures! {
     /// Per batch, nanoseconds from its start (the batch function called)
     /// until it completed.
     Distribution batch_time_ns => ("ferry_batch_time_seconds", 1e-9),
+    /// Batches per trip (empty with a batch function).
+    Distribution trip_batches => ("ferry_trip_batches", 1.0),
 }
 
 /// Reasons a caller may be refused before the shard sees the input

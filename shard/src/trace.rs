@@ -5,9 +5,13 @@
 //!   `key_hash`, `size`, `weight` and `oldest_wait_ns` (how long the
 //!   batch's oldest input waited to be taken); the batch function is called
 //!   inside it and its future runs inside it;
+//! - with a trip function, a span `ferry_trip` per trip instead, at
+//!   `DEBUG`, with the fields `shard`, `batches` and `inputs`; the trip
+//!   function is called, and its future runs, inside it;
 //! - an event per refusal at `DEBUG` (`shard`, `reason`);
-//! - an event per fault at `WARN`, inside the batch's span: the batch
-//!   function failed, panicked or returned the wrong number of outputs; and
+//! - an event per fault at `WARN`, inside the batch's (or trip's) span: the
+//!   batch failed, panicked or returned the wrong number of outputs, or the
+//!   trip function panicked or returned the wrong number of results; and
 //!   one as a shard's thread dies with batches in flight (`aborted`).
 //!
 //! Without the feature every item here is empty and inlined away: the
@@ -15,7 +19,7 @@
 
 use std::future::Future;
 
-use crate::core::BatchOutcome;
+use crate::core::{BatchOutcome, Ended, TripOutcome};
 use crate::observe::TakenBatch;
 use crate::refused::Refused;
 use crate::shard_id::ShardId;
@@ -70,6 +74,29 @@ impl BatchSpan {
         }
     }
 
+    /// The span of a trip of `batches` batches and `inputs` inputs, with
+    /// its shard (`trip` is called only with the feature on); the trip
+    /// function is called, and its future runs, inside it.
+    #[inline(always)]
+    pub(crate) fn trip(trip: impl FnOnce() -> (ShardId, usize, usize)) -> Self {
+        #[cfg(feature = "tracing")]
+        {
+            let (shard, batches, inputs) = trip();
+            BatchSpan(tracing::debug_span!(
+                target: "ferry",
+                "ferry_trip",
+                shard = shard.index(),
+                batches,
+                inputs,
+            ))
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = trip;
+            BatchSpan
+        }
+    }
+
     /// A handle on the span that outlives this value, for the fault event
     /// once the batch ends (nothing without the feature).
     #[inline(always)]
@@ -104,24 +131,62 @@ impl BatchSpan {
 #[inline(always)]
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn fault<O, E>(outcome: &BatchOutcome<O, E>, inputs: usize) {
-    #[cfg(feature = "tracing")]
     match outcome {
-        BatchOutcome::Returned(Ok(outputs)) if outputs.len() == inputs => {}
-        BatchOutcome::Returned(Ok(outputs)) => tracing::warn!(
+        Ended::Returned(result) => batch_fault(result, inputs),
+        Ended::Panicked => {
+            #[cfg(feature = "tracing")]
+            tracing::warn!(target: "ferry", inputs, "batch function panicked")
+        }
+    }
+}
+
+/// A batch of `inputs` returned `result`: a `WARN` event unless it holds
+/// one output per input.
+#[inline(always)]
+fn batch_fault<O, E>(result: &Result<Vec<O>, E>, inputs: usize) {
+    #[cfg(feature = "tracing")]
+    match result {
+        Ok(outputs) if outputs.len() == inputs => {}
+        Ok(outputs) => tracing::warn!(
             target: "ferry",
             expected = inputs,
             got = outputs.len(),
             "batch returned the wrong number of outputs"
         ),
-        BatchOutcome::Returned(Err(_)) => {
-            tracing::warn!(target: "ferry", inputs, "batch function failed")
+        Err(_) => tracing::warn!(target: "ferry", inputs, "batch function failed"),
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (result, inputs);
+}
+
+/// A trip whose batches had `inputs` each ended with `outcome`: a `WARN`
+/// event for a trip function that panicked or returned the wrong number of
+/// results, and one per batch whose own result is a fault. Called inside
+/// the trip's span.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn trip_fault<O, E>(
+    inputs: impl ExactSizeIterator<Item = usize>,
+    outcome: &TripOutcome<O, E>,
+) {
+    #[cfg(feature = "tracing")]
+    match outcome {
+        Ended::Returned(results) if results.len() == inputs.len() => {
+            for (result, inputs) in results.iter().zip(inputs) {
+                batch_fault(result, inputs);
+            }
         }
-        BatchOutcome::Panicked => {
-            tracing::warn!(target: "ferry", inputs, "batch function panicked")
+        Ended::Returned(results) => tracing::warn!(
+            target: "ferry",
+            expected = inputs.len(),
+            got = results.len(),
+            "trip returned the wrong number of results"
+        ),
+        Ended::Panicked => {
+            tracing::warn!(target: "ferry", batches = inputs.len(), "trip function panicked")
         }
     }
     #[cfg(not(feature = "tracing"))]
-    let _ = (outcome, inputs);
+    let _ = (inputs, outcome);
 }
 
 /// A scope of no span, for batches run outside the loop (tests).
@@ -133,13 +198,14 @@ pub(crate) fn no_scope() -> Scope {
     Scope
 }
 
-/// [`fault`] inside the batch's span `scope`.
+/// Runs `fault` (a call's fault events) inside its span `scope`; nothing
+/// without the feature.
 #[inline(always)]
-pub(crate) fn fault_in<O, E>(scope: &Scope, outcome: &BatchOutcome<O, E>, inputs: usize) {
+pub(crate) fn fault_in(scope: &Scope, fault: impl FnOnce()) {
     #[cfg(feature = "tracing")]
-    scope.in_scope(|| fault(outcome, inputs));
+    scope.in_scope(fault);
     #[cfg(not(feature = "tracing"))]
-    let _ = (scope, outcome, inputs);
+    let _ = (scope, fault);
 }
 
 /// An input of `shard` was refused for `reason`.

@@ -7,7 +7,11 @@
 //! transaction (autocommit), as a service's single-statement writes are: a
 //! batch is a `SELECT` of its key's row, then an `UPDATE` that sets the new
 //! version and value `WHERE key = $1 AND version = $read`; no row updated is
-//! a conflict. Statements are prepared once per connection.
+//! a conflict. A trip is the same in two statements for all its keys: a
+//! `SELECT … WHERE key = ANY($1)`, then one `UPDATE … FROM unnest(…)` that
+//! writes each row on its own condition and returns the keys it wrote (one
+//! commit for the whole trip); a key not returned conflicted and is tried
+//! again. Statements are prepared once per connection.
 //!
 //! The server's CPU time is read from `/proc` when the server runs on this
 //! machine: the postmaster's own and its reaped children's, plus every live
@@ -21,7 +25,10 @@ use std::time::Duration;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::{admin_runtime, Contents, StoreError, CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX};
+use super::{
+    admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
+    WRITE_ATTEMPTS_MAX,
+};
 
 /// The table `ferry-load` creates, resets, reads back and drops.
 pub const TABLE: &str = "ferry_load_keys";
@@ -32,6 +39,11 @@ const STREAM_KEY: i64 = -1;
 const READ: &str = "SELECT version, value FROM ferry_load_keys WHERE key = $1";
 const WRITE: &str =
     "UPDATE ferry_load_keys SET version = $3, value = $4 WHERE key = $1 AND version = $2";
+const READ_MANY: &str = "SELECT key, version, value FROM ferry_load_keys WHERE key = ANY($1)";
+const WRITE_MANY: &str = "UPDATE ferry_load_keys AS t SET version = u.next, value = u.value \
+                          FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
+                          AS u(key, expected, next, value) \
+                          WHERE t.key = u.key AND t.version = u.expected RETURNING t.key";
 const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value = value + $2 \
                       WHERE key = -1 RETURNING version - $1";
 
@@ -119,11 +131,16 @@ impl PgStore {
         let read = prepare(READ, &[Type::INT8]).await?;
         let write = prepare(WRITE, &[Type::INT8, Type::INT8, Type::INT8, Type::INT8]).await?;
         let append = prepare(APPEND, &[Type::INT8, Type::INT8]).await?;
+        let read_many = prepare(READ_MANY, &[Type::INT8_ARRAY]).await?;
+        let arrays = &[Type::INT8_ARRAY; 4];
+        let write_many = prepare(WRITE_MANY, arrays).await?;
         Ok(Arc::new(PgConnection {
             client,
             read,
             write,
             append,
+            read_many,
+            write_many,
             store: self,
         }))
     }
@@ -230,6 +247,8 @@ pub struct PgConnection {
     read: Statement,
     write: Statement,
     append: Statement,
+    read_many: Statement,
+    write_many: Statement,
     store: &'static PgStore,
 }
 
@@ -273,6 +292,67 @@ impl PgConnection {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
+    }
+
+    /// A trip: one `SELECT` of every key's row, then one `UPDATE` writing
+    /// each on its own condition; the keys that conflicted go again.
+    pub(super) async fn apply_many(
+        self: Arc<Self>,
+        writes: Vec<Write>,
+    ) -> Vec<Result<u64, StoreError>> {
+        let mut rounds = Rounds::new(&writes);
+        while let Some(left) = rounds.next() {
+            let conflicts = rounds.settle(self.try_many(&writes, &left).await);
+            self.store.conflicts.fetch_add(conflicts, Ordering::Relaxed);
+        }
+        rounds.finish()
+    }
+
+    /// One attempt of a trip at the writes `left` (places in `writes`):
+    /// which were written, from which version, and which conflicted.
+    async fn try_many(&self, writes: &[Write], left: &[usize]) -> Attempt {
+        let keys: Vec<i64> = left.iter().map(|&at| writes[at].key as i64).collect();
+        let rows = self
+            .client
+            .query(&self.read_many, &[&keys])
+            .await
+            .map_err(server_error)?;
+        let mut read = std::collections::HashMap::with_capacity(rows.len());
+        for row in rows {
+            let key: i64 = row.try_get(0).map_err(server_error)?;
+            let version: i64 = row.try_get(1).map_err(server_error)?;
+            let value: i64 = row.try_get(2).map_err(server_error)?;
+            read.insert(key, (version, value));
+        }
+        let (mut expected, mut next, mut value) = (Vec::new(), Vec::new(), Vec::new());
+        for &at in left {
+            let Write { key, count, sum } = writes[at];
+            let Some(&(version, held)) = read.get(&(key as i64)) else {
+                return Err(StoreError::Server(format!("key {key} has no row")));
+            };
+            expected.push(version);
+            next.push(version + count as i64);
+            value.push(held.wrapping_add(sum as i64));
+        }
+        let written_rows = self
+            .client
+            .query(&self.write_many, &[&keys, &expected, &next, &value])
+            .await
+            .map_err(server_error)?;
+        let mut written_keys = std::collections::HashSet::with_capacity(written_rows.len());
+        for row in written_rows {
+            written_keys.insert(row.try_get::<_, i64>(0).map_err(server_error)?);
+        }
+        let mut written = Vec::with_capacity(written_keys.len());
+        let mut conflicted = Vec::new();
+        for (&at, version) in left.iter().zip(&expected) {
+            if written_keys.contains(&(writes[at].key as i64)) {
+                written.push((at, *version as u64));
+            } else {
+                conflicted.push(at);
+            }
+        }
+        Ok((written, conflicted))
     }
 
     /// An unkeyed batch: a `SELECT` of the stream's row, then an `UPDATE`

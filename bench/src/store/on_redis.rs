@@ -5,7 +5,10 @@
 //! the unkeyed stream is the hash `ferry-load:stream`. A batch is an
 //! `HMGET` of its key, then [`WRITE_SCRIPT`], a Lua script (atomic on the
 //! server) that sets the new version and value only if the version is
-//! still the one read, and answers 0 otherwise: a conflict. Versions are
+//! still the one read, and answers 0 otherwise: a conflict. A trip is one
+//! pipeline of an `HMGET` per key (one round trip), then
+//! [`WRITE_MANY_SCRIPT`], which does the same for every key of the trip,
+//! each on its own condition, and answers 1 or 0 per key. Versions are
 //! compared as the decimal strings this tool wrote, so no Lua number
 //! rounding is involved.
 //!
@@ -24,7 +27,10 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, RedisError, Script};
 
-use super::{admin_runtime, Contents, StoreError, CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX};
+use super::{
+    admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
+    WRITE_ATTEMPTS_MAX,
+};
 
 /// The prefix of every key `ferry-load` writes.
 pub const KEY_PREFIX: &str = "ferry-load:";
@@ -46,6 +52,23 @@ redis.call('HSET', KEYS[1], 'version', ARGV[2], 'value', ARGV[3])
 return 1
 ";
 
+/// The conditional write of a trip: `KEYS` the keys' hashes, and for the
+/// `i`th, `ARGV[3i+1]` the version read, `ARGV[3i+2]` and `ARGV[3i+3]` the
+/// new version and value; answers 1 (written) or 0 (conflict) per key.
+pub const WRITE_MANY_SCRIPT: &str = r"
+local written = {}
+for i, key in ipairs(KEYS) do
+  local current = redis.call('HGET', key, 'version') or '0'
+  if current == ARGV[3 * i - 2] then
+    redis.call('HSET', key, 'version', ARGV[3 * i - 1], 'value', ARGV[3 * i])
+    written[i] = 1
+  else
+    written[i] = 0
+  end
+end
+return written
+";
+
 /// The unkeyed append: adds `ARGV[1]` inputs summing to `ARGV[2]` to the
 /// stream `KEYS[1]`; answers its length before them.
 const APPEND_SCRIPT: &str = r"
@@ -62,6 +85,7 @@ pub struct RedisStore {
     keys: u64,
     conflicts: AtomicU64,
     write: Script,
+    write_many: Script,
     append: Script,
     admin: Mutex<Admin>,
 }
@@ -90,6 +114,7 @@ impl RedisStore {
         let runtime = admin_runtime()?;
         let mut connection = runtime.block_on(connect(&client, shown))?;
         let write = Script::new(WRITE_SCRIPT);
+        let write_many = Script::new(WRITE_MANY_SCRIPT);
         let append = Script::new(APPEND_SCRIPT);
         for script in [&write, &append] {
             runtime
@@ -102,6 +127,7 @@ impl RedisStore {
             keys,
             conflicts: AtomicU64::new(0),
             write,
+            write_many,
             append,
             admin: Mutex::new(Admin {
                 runtime,
@@ -263,6 +289,53 @@ impl RedisConnection {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
+    }
+
+    /// A trip: one pipeline reading every key, then one script writing
+    /// each on its own condition; the keys that conflicted go again.
+    pub(super) async fn apply_many(mut self, writes: Vec<Write>) -> Vec<Result<u64, StoreError>> {
+        let mut rounds = Rounds::new(&writes);
+        while let Some(left) = rounds.next() {
+            let conflicts = rounds.settle(self.try_many(&writes, &left).await);
+            self.store.conflicts.fetch_add(conflicts, Ordering::Relaxed);
+        }
+        rounds.finish()
+    }
+
+    /// One round of a trip at the writes `left`.
+    async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
+        let names: Vec<String> = left.iter().map(|&at| key_name(writes[at].key)).collect();
+        let mut reads = redis::pipe();
+        for name in &names {
+            reads.cmd("HMGET").arg(name).arg("version").arg("value");
+        }
+        let read: Vec<(Option<u64>, Option<u64>)> = reads
+            .query_async(&mut self.connection)
+            .await
+            .map_err(server_error)?;
+        let mut invocation = self.store.write_many.prepare_invoke();
+        for ((&at, name), (version, value)) in left.iter().zip(&names).zip(&read) {
+            let (version, value) = (version.unwrap_or(0), value.unwrap_or(0));
+            let Write { count, sum, .. } = writes[at];
+            invocation
+                .key(name)
+                .arg(version)
+                .arg(version + count)
+                .arg(value.wrapping_add(sum));
+        }
+        let written: Vec<i64> = invocation
+            .invoke_async(&mut self.connection)
+            .await
+            .map_err(server_error)?;
+        let (mut done, mut conflicted) = (Vec::new(), Vec::new());
+        for ((&at, wrote), (version, _)) in left.iter().zip(written).zip(read) {
+            if wrote == 1 {
+                done.push((at, version.unwrap_or(0)));
+            } else {
+                conflicted.push(at);
+            }
+        }
+        Ok((done, conflicted))
     }
 
     /// An unkeyed batch: an `HGET` of the stream's length, then the append

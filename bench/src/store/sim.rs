@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
-use super::{new_histogram, Contents, StoreError, WRITE_ATTEMPTS_MAX};
+use super::{new_histogram, Attempt, Contents, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
 use crate::overload;
 
 /// The store thread sleeps at most this long at a time, so it notices a stop.
@@ -94,6 +94,8 @@ pub struct SimStore {
     slow_until_ns: AtomicU64,
     slow_factor: AtomicU64,
     conflicts: AtomicU64,
+    /// What a request costs beyond its round trip, per key it touches.
+    key_cost_ns: AtomicU64,
     wire: Option<Arc<Wire>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -168,6 +170,7 @@ impl SimStore {
             slow_until_ns: AtomicU64::new(0),
             slow_factor: AtomicU64::new(1),
             conflicts: AtomicU64::new(0),
+            key_cost_ns: AtomicU64::new(0),
             wire,
             thread: Mutex::new(thread),
         })))
@@ -212,15 +215,22 @@ impl SimStore {
     /// Reads `key`'s version.
     pub fn read(&self, key: u64) -> Response {
         let version = self.slot(key).version.load(Ordering::Acquire);
-        self.answer_later(Ok(version))
+        self.answer_later(Ok(version), 1)
     }
 
     /// Writes `expected + count` to `key` if its version is still
     /// `expected`, and adds `sum` to its value; answers the new version, or
     /// a [`StoreError::Conflict`].
     pub fn write(&self, key: u64, expected: u64, count: u64, sum: u64) -> Response {
+        self.answer_later(self.compare_and_add(key, expected, count, sum), 1)
+    }
+
+    /// The conditional write itself, done at once: moves `key`'s version
+    /// from `expected` to `expected + count` and adds `sum` to its value,
+    /// or counts a conflict.
+    fn compare_and_add(&self, key: u64, expected: u64, count: u64, sum: u64) -> Answer {
         let slot = self.slot(key);
-        let answer = match slot.version.compare_exchange(
+        match slot.version.compare_exchange(
             expected,
             expected + count,
             Ordering::AcqRel,
@@ -240,8 +250,7 @@ impl SimStore {
                     current,
                 })
             }
-        };
-        self.answer_later(answer)
+        }
     }
 
     /// One batch of `count` inputs summing to `sum` for `key`: read, then
@@ -263,9 +272,60 @@ impl SimStore {
         })
     }
 
+    /// Sets what each request costs beyond its round trip, per key it
+    /// touches (`--store-key-cost`): a batch's requests pay it once, a
+    /// trip's once per key. Without a round trip (an RTT of zero) nothing
+    /// is delayed.
+    pub fn set_key_cost(&self, cost: Duration) {
+        let ns = u64::try_from(cost.as_nanos()).unwrap_or(u64::MAX);
+        self.key_cost_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// What each request costs per key it touches.
+    pub fn key_cost(&self) -> Duration {
+        Duration::from_nanos(self.key_cost_ns.load(Ordering::Relaxed))
+    }
+
+    /// A trip: several keys' batches in one request each way. One read of
+    /// every key's version, then one request writing each key
+    /// conditionally on its own (a key whose version moved is a conflict
+    /// for that key alone); the keys that conflicted are read and written
+    /// again, at most [`WRITE_ATTEMPTS_MAX`] times. Each request costs one
+    /// round trip plus the key cost per key. The keys must be distinct.
+    /// Answers, per write, the version it started from.
+    pub async fn apply_many(&'static self, writes: Vec<Write>) -> Vec<Result<u64, StoreError>> {
+        debug_assert!(distinct_keys(&writes), "a trip holds no key twice");
+        let mut rounds = Rounds::new(&writes);
+        while let Some(left) = rounds.next() {
+            // Conflicts are counted by the writes themselves.
+            rounds.settle(self.try_many(&writes, &left).await);
+        }
+        rounds.finish()
+    }
+
+    /// One round of a trip at the writes `left`: a read request, then a
+    /// write request.
+    async fn try_many(&self, writes: &[Write], left: &[usize]) -> Attempt {
+        let versions: Vec<u64> = left
+            .iter()
+            .map(|&at| self.slot(writes[at].key).version.load(Ordering::Acquire))
+            .collect();
+        self.answer_later(Ok(0), left.len()).await?;
+        let (mut written, mut conflicted) = (Vec::new(), Vec::new());
+        for (&at, version) in left.iter().zip(versions) {
+            let Write { key, count, sum } = writes[at];
+            match self.compare_and_add(key, version, count, sum) {
+                Ok(_) => written.push((at, version)),
+                Err(_) => conflicted.push(at),
+            }
+        }
+        self.answer_later(Ok(0), left.len()).await?;
+        Ok((written, conflicted))
+    }
+
     /// Reads the unkeyed stream's length.
     pub fn read_stream(&self) -> Response {
-        self.answer_later(Ok(self.stream_len.load(Ordering::Acquire)))
+        self.answer_later(Ok(self.stream_len.load(Ordering::Acquire)), 1)
     }
 
     /// Appends `count` inputs summing to `sum` to the unkeyed stream,
@@ -275,7 +335,7 @@ impl SimStore {
     pub fn append(&self, count: u64, sum: u64) -> Response {
         let length = self.stream_len.fetch_add(count, Ordering::AcqRel);
         self.stream_value.fetch_add(sum, Ordering::AcqRel);
-        self.answer_later(Ok(length))
+        self.answer_later(Ok(length), 1)
     }
 
     /// One unkeyed batch of `count` inputs summing to `sum`: a read, then
@@ -355,7 +415,7 @@ impl SimStore {
         &self.slots[key as usize]
     }
 
-    fn answer_later(&self, answer: Answer) -> Response {
+    fn answer_later(&self, answer: Answer, keys: usize) -> Response {
         let Some(wire) = &self.wire else {
             return Response::ready(answer);
         };
@@ -366,7 +426,7 @@ impl SimStore {
         let pending = Pending {
             due: {
                 let now = Instant::now();
-                now + self.rtt_at(now)
+                now + self.rtt_at(now) + self.key_cost() * keys as u32
             },
             answer,
             reply,
@@ -514,6 +574,12 @@ fn run(wire: &Wire, rtt: Duration) {
             std::thread::sleep(next - now);
         }
     }
+}
+
+/// No key is written twice.
+fn distinct_keys(writes: &[Write]) -> bool {
+    let keys: std::collections::HashSet<u64> = writes.iter().map(|write| write.key).collect();
+    keys.len() == writes.len()
 }
 
 fn nanos(duration: Duration) -> u64 {

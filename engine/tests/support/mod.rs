@@ -73,3 +73,100 @@ pub async fn yield_now() {
     })
     .await
 }
+
+/// How the shards carry batches to the batch function: one batch per call
+/// (`start`), or trips of several keys' batches (`start_trips`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    /// One batch per call: `Builder::start`.
+    Batches,
+    /// Several keys' batches per call: `Builder::start_trips`.
+    Trips,
+}
+
+/// Makes one `#[test]` per runtime and per [`Way`] of
+/// `fn $name(runtime: Runtime, way: Way)`: a module `$name` with the tests
+/// `glommio`, `tokio`, `glommio_trips` and `tokio_trips`.
+macro_rules! on_each_runtime_and_way {
+    ($name:ident) => {
+        mod $name {
+            use crate::support::Way;
+
+            #[test]
+            fn glommio() {
+                super::$name(::ferry::Runtime::Glommio, Way::Batches);
+            }
+
+            #[test]
+            fn tokio() {
+                super::$name(::ferry::Runtime::Tokio, Way::Batches);
+            }
+
+            #[test]
+            fn glommio_trips() {
+                super::$name(::ferry::Runtime::Glommio, Way::Trips);
+            }
+
+            #[test]
+            fn tokio_trips() {
+                super::$name(::ferry::Runtime::Tokio, Way::Trips);
+            }
+        }
+    };
+}
+pub(crate) use on_each_runtime_and_way;
+
+/// Starting an engine with a batch function, carried either [`Way`].
+pub trait StartAs<K, I, O, E>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    /// Starts with the batch function `factory` makes on each shard: as it
+    /// is (`Way::Batches`), or called for each batch of a trip, the trip's
+    /// batches running at once and answered in order (`Way::Trips`).
+    fn start_as<F, B, Fut>(
+        self,
+        way: Way,
+        factory: F,
+    ) -> Result<ferry::Engine<K, I, O, E>, ferry::StartError>
+    where
+        F: Fn(ferry::ShardId) -> B + Send + Sync + 'static,
+        B: Fn(K, Vec<I>) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Vec<O>, E>> + 'static;
+}
+
+impl<K, I, O, E> StartAs<K, I, O, E> for ferry::Builder<K, I, O, E>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    fn start_as<F, B, Fut>(
+        self,
+        way: Way,
+        factory: F,
+    ) -> Result<ferry::Engine<K, I, O, E>, ferry::StartError>
+    where
+        F: Fn(ferry::ShardId) -> B + Send + Sync + 'static,
+        B: Fn(K, Vec<I>) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Vec<O>, E>> + 'static,
+    {
+        match way {
+            Way::Batches => self.start(factory),
+            Way::Trips => self.start_trips(move |shard| {
+                let batch = factory(shard);
+                move |trip: Vec<(K, Vec<I>)>| {
+                    let calls: Vec<_> = trip
+                        .into_iter()
+                        .map(|(key, inputs)| batch(key, inputs))
+                        .collect();
+                    futures::future::join_all(calls)
+                }
+            }),
+        }
+    }
+}
