@@ -11,15 +11,20 @@
 (*     directly, in one shard step.                                        *)
 (*   - Shards. Each one is a single thread, so each shard step below is    *)
 (*     atomic: admit the oldest intake entry into its key's lane; take a   *)
-(*     batch from a lane and mark the lane busy; complete a batch in       *)
-(*     flight (with outputs or an error); after close, close the lanes     *)
-(*     once the intake is sealed and empty, and exit once quiet.           *)
+(*     trip (a batch from each of up to TripMax lanes) and mark its lanes  *)
+(*     busy; complete a trip in flight (each of its batches with outputs   *)
+(*     or an error); after close, close the lanes once the intake is       *)
+(*     sealed and empty, and exit once quiet.                              *)
 (*   - The user, who may close the engine, once, at any moment.            *)
 (*                                                                         *)
 (* Time is left out. A lane with waiting inputs may be taken at any        *)
 (* moment, which covers every max_batch_delay and every order in which     *)
 (* deadlines fire; the batch is then as full as the lane allows: up to     *)
 (* BatchMax inputs from its front. Every input weighs 1.                   *)
+(*                                                                         *)
+(* A trip is one call of the trip function: the batches of several keys    *)
+(* of one shard, one batch per key, in one slot. With TripMax = 1 a trip   *)
+(* is one batch: per-key batching without trips.                           *)
 (*                                                                         *)
 (* Flaw switches on one broken design choice; "None" is the design as      *)
 (* built. Each broken choice must yield a counterexample on the guarantee  *)
@@ -34,12 +39,16 @@ CONSTANTS
     Keys,        \* keys are naturals; the model's hash of a key is the key
     Shards,      \* number of shards
     BatchMax,    \* max_batch_size
-    Slots,       \* max_in_flight_batches: per shard, shared by its keys
+    Slots,       \* max_in_flight_batches: trips in flight per shard, shared
+                 \* by its keys (a trip of one batch is a batch)
     IntakeMax,   \* capacity of a shard's intake queue
     WaitingMax,  \* max_queueing: waiting inputs per shard
-    Flaw         \* "None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit", "Unsorted"
+    TripMax,     \* max_trip_batches: batches (so keys) in one trip; 1: a trip
+                 \* is one batch, as without trips
+    Flaw         \* "None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit",
+                 \* "Unsorted", "KeyTwice"
 
-Flaws == {"None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit", "Unsorted"}
+Flaws == {"None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit", "Unsorted", "KeyTwice"}
 
 ASSUME
     /\ Inputs # {} /\ IsFiniteSet(Inputs)
@@ -51,6 +60,7 @@ ASSUME
     /\ Slots \in Nat \ {0}
     /\ IntakeMax \in Nat \ {0}
     /\ WaitingMax \in Nat \ {0}
+    /\ TripMax \in Nat \ {0}
     /\ Flaw \in Flaws
 
 ShardIds == 0 .. Shards - 1
@@ -75,7 +85,7 @@ Never == 2 * Cardinality(Inputs) + 1     \* later than any history clock value
 (*             step, was counted by its shard as mid-push                  *)
 (*   intake    in its shard's intake queue, not admitted                   *)
 (*   waiting   admitted: in its key's lane                                 *)
-(*   sent      in a batch in flight                                        *)
+(*   sent      in a batch of a trip in flight                              *)
 (*   ok        answered with its output                                    *)
 (*   failed    answered with its batch's error                             *)
 (*   full      refused, input handed back: Refused::Full                   *)
@@ -95,7 +105,8 @@ VARIABLES
     intake,       \* intake[s]: shard s's intake queue, oldest first
     lane,         \* lane[k]: key k's waiting inputs, in (rank, admission) order
     busy,         \* busy[k]: key k's lane has a batch in flight
-    flight,       \* flight[s]: batches in flight on shard s, each [key, ins]
+    flight,       \* flight[s]: trips in flight on shard s, each a set of
+                  \* batches [key, ins]
     marking,      \* Flaw = "TwoStepTake" only: keys taken, not yet marked busy
     answers,      \* answers[i]: outcomes caller i has received so far
     \* History for G2 only; the implementation keeps none of it.
@@ -237,32 +248,55 @@ Admit(s) ==
          /\ LanesAdmit(s, i, key[i], rank[i])
     /\ UNCHANGED <<closing, key, rank, busy, flight, marking>>
 
-\* Take a batch from the front of a lane that is not busy, while a slot is
-\* free, and mark the lane busy in the same step.
+\* Take a trip, while a slot is free: a batch from the front of each lane in
+\* ks, at most TripMax lanes, none of them busy, and mark those lanes busy in
+\* the same step. The trip takes one slot, whatever its size. Time is left
+\* out, so which lanes are ready, and in which order they joined the ready
+\* line, is free: any set of idle lanes with waiting inputs may be the front
+\* of the line. With TripMax = 1 this is the take of one batch. twice is
+\* empty but for the KeyTwice flaw.
 \* NoBusyGuard: a busy lane can be taken again.
-\* TwoStepTake: the lane is marked busy later, by a separate step (MarkBusy).
-Take(s, k) ==
+\* TwoStepTake: the lanes are marked busy later, by separate steps (MarkBusy).
+\* KeyTwice: from each lane in twice (a subset of ks) the trip also takes a
+\* second batch, the inputs behind the first: the lanes are marked busy only
+\* once the trip is formed, so a lane just taken still looks idle.
+Take(s, ks, twice) ==
+    LET \* the j-th batch from the front of k's lane (j = 2: KeyTwice only)
+        Chunk(k, j) ==
+            SubSeq(lane[k], (j - 1) * BatchMax + 1, Min(j * BatchMax, Len(lane[k])))
+        \* how many inputs the trip takes from k's lane
+        n(k) == Min(IF k \in twice THEN 2 * BatchMax ELSE BatchMax, Len(lane[k]))
+        trip == {[key |-> k, ins |-> Chunk(k, 1)] : k \in ks}
+                \cup {[key |-> k, ins |-> Chunk(k, 2)] : k \in twice}
+        sent == UNION {Range(b.ins) : b \in trip}
+    IN
     /\ ~finished[s]
-    /\ lane[k] # <<>>
-    /\ Flaw = "NoBusyGuard" \/ ~busy[k]
+    /\ ks # {}
+    /\ \A k \in ks : lane[k] # <<>> /\ (Flaw = "NoBusyGuard" \/ ~busy[k])
+    /\ \A k \in twice : Len(lane[k]) > BatchMax
+    /\ Cardinality(trip) <= TripMax
     /\ Cardinality(flight[s]) < Slots
-    /\ LET n     == Min(BatchMax, Len(lane[k]))
-           batch == SubSeq(lane[k], 1, n)
-       IN  /\ lane' = [lane EXCEPT ![k] = SubSeq(@, n + 1, Len(@))]
-           /\ flight' = [flight EXCEPT ![s] = @ \cup {[key |-> k, ins |-> batch]}]
-           /\ status' = [i \in Inputs |-> IF i \in Range(batch) THEN "sent" ELSE status[i]]
-           \* the batch function gets the inputs in batch order
-           /\ clock' = [clock EXCEPT ![k] = @ + n]
-           /\ sentAt' = [i \in Inputs |->
-                           IF i \in Range(batch)
-                             THEN clock[k] + (CHOOSE j \in 1 .. n : batch[j] = i)
-                             ELSE sentAt[i]]
+    /\ lane' = [k \in Keys |->
+                  IF k \in ks THEN SubSeq(lane[k], n(k) + 1, Len(lane[k])) ELSE lane[k]]
+    /\ flight' = [flight EXCEPT ![s] = @ \cup {trip}]
+    /\ status' = [i \in Inputs |-> IF i \in sent THEN "sent" ELSE status[i]]
+    \* the trip function gets each key's inputs in lane order
+    /\ clock' = [k \in Keys |-> IF k \in ks THEN clock[k] + n(k) ELSE clock[k]]
+    /\ sentAt' = [i \in Inputs |->
+                    IF i \in sent
+                      THEN LET q == lane[key[i]]
+                           IN  clock[key[i]] + (CHOOSE j \in 1 .. Len(q) : q[j] = i)
+                      ELSE sentAt[i]]
     /\ IF Flaw = "TwoStepTake"
-         THEN /\ marking' = marking \cup {k}
+         THEN /\ marking' = marking \cup ks
               /\ UNCHANGED busy
-         ELSE /\ busy' = [busy EXCEPT ![k] = TRUE]
+         ELSE /\ busy' = [k \in Keys |-> IF k \in ks THEN TRUE ELSE busy[k]]
               /\ UNCHANGED marking
     /\ UNCHANGED <<closing, key, rank, answers, intake, admitAt>>
+
+\* The lanes a trip on lanes ks may take a second batch from: none, but for
+\* the KeyTwice flaw.
+TwiceChoices(ks) == IF Flaw = "KeyTwice" THEN SUBSET ks ELSE {{}}
 
 \* TwoStepTake only: the delayed second half of a take.
 MarkBusy(s, k) ==
@@ -272,15 +306,21 @@ MarkBusy(s, k) ==
     /\ marking' = marking \ {k}
     /\ UNCHANGED <<closing, caller, intake, lane, flight, history>>
 
-\* A batch in flight completes, with its outputs or with an error. Either
-\* way each of its callers gets one answer, the slot is freed and the lane
-\* released: taken again later if it still has inputs, gone if empty.
-Complete(s, b, outcome) ==
+\* A trip in flight completes: each of its batches with its outputs or with
+\* an error (result[b]; one error for the whole trip is the case where all
+\* are errors). Each caller of each batch gets one answer, the one slot is
+\* freed and every lane of the trip released: taken again later if it still
+\* has inputs, gone if empty.
+Complete(s, t, result) ==
     /\ ~finished[s]
-    /\ b \in flight[s]
-    /\ flight' = [flight EXCEPT ![s] = @ \ {b}]
-    /\ busy' = [busy EXCEPT ![b.key] = FALSE]
-    /\ Answer(Range(b.ins), outcome)
+    /\ t \in flight[s]
+    /\ flight' = [flight EXCEPT ![s] = @ \ {t}]
+    /\ busy' = [k \in Keys |-> IF \E b \in t : b.key = k THEN FALSE ELSE busy[k]]
+    /\ LET done == UNION {Range(b.ins) : b \in t}
+           \* the outcome of the batch that holds input i
+           outcome(i) == result[CHOOSE b \in t : i \in Range(b.ins)]
+       IN  /\ status' = [i \in Inputs |-> IF i \in done THEN outcome(i) ELSE status[i]]
+           /\ answers' = [i \in Inputs |-> IF i \in done THEN answers[i] + 1 ELSE answers[i]]
     /\ UNCHANGED <<closing, key, rank, intake, lane, marking, history>>
 
 \* After close, once the intake is sealed (no registered pusher is left, and
@@ -306,8 +346,9 @@ Finish(s) ==
 
 ShardStep(s) ==
     \/ Admit(s)
-    \/ \E k \in KeysOf(s) : Take(s, k) \/ MarkBusy(s, k)
-    \/ \E b \in flight[s], outcome \in {"ok", "failed"} : Complete(s, b, outcome)
+    \/ \E ks \in SUBSET KeysOf(s) : \E twice \in TwiceChoices(ks) : Take(s, ks, twice)
+    \/ \E k \in KeysOf(s) : MarkBusy(s, k)
+    \/ \E t \in flight[s] : \E result \in [t -> {"ok", "failed"}] : Complete(s, t, result)
     \/ CloseLanes(s)
     \/ Finish(s)
 
@@ -348,9 +389,12 @@ Spec == Init /\ [][Next]_vars /\ Fairness
 -----------------------------------------------------------------------------
 (* Guarantees (SPEC section 1), checked by every configuration *)
 
-InFlight == UNION {flight[s] : s \in ShardIds}
+\* The trips in flight, and the batches in flight (those of every trip).
+TripsInFlight == UNION {flight[s] : s \in ShardIds}
+InFlight == UNION TripsInFlight
 
-\* G1: at no moment are two batches of one key in flight.
+\* G1: at no moment are two batches of one key in flight, in one trip or in
+\* two.
 OneInFlightPerKey ==
     \A b1, b2 \in InFlight : b1.key = b2.key => b1 = b2
 
@@ -378,19 +422,22 @@ SentInOrder ==
           /\ sentAt[a] # Never \/ sentAt[b] # Never )
         => sentAt[a] < sentAt[b]
 
-\* G3: a batch carries one key's inputs, and runs on that key's shard.
+\* G3: a batch carries one key's inputs, and runs on that key's shard (so
+\* every batch of a trip is of the trip's shard).
 OneKeyPerBatch ==
-    \A s \in ShardIds : \A b \in flight[s] :
+    \A s \in ShardIds : \A t \in flight[s] : \A b \in t :
         /\ ShardOf(b.key) = s
         /\ \A j \in DOMAIN b.ins : key[b.ins[j]] = b.key
 
-\* G6, and the batch size and slot bounds.
+\* G6, and the bounds on slots (trips in flight), trip size and batch size.
 BoundsHold ==
     \A s \in ShardIds :
         /\ Len(intake[s]) <= IntakeMax
         /\ WaitingOn(s) <= WaitingMax
         /\ Cardinality(flight[s]) <= Slots
-        /\ \A b \in flight[s] : Len(b.ins) \in 1 .. BatchMax
+        /\ \A t \in flight[s] :
+             /\ Cardinality(t) \in 1 .. TripMax
+             /\ \A b \in t : Len(b.ins) \in 1 .. BatchMax
 
 \* G4, safety half: no caller gets two outcomes ...
 AnsweredOnce ==
@@ -406,6 +453,7 @@ NothingLost ==
     /\ \A k \in Keys :
          /\ Len(lane[k]) = Cardinality(Range(lane[k]))
          /\ Range(lane[k]) = {i \in Inputs : status[i] = "waiting" /\ key[i] = k}
+    /\ \A t1, t2 \in TripsInFlight : t1 # t2 => t1 \cap t2 = {}
     /\ \A b \in InFlight : Len(b.ins) = Cardinality(Range(b.ins))
     /\ \A b1, b2 \in InFlight : b1 # b2 => Range(b1.ins) \cap Range(b2.ins) = {}
     /\ {i \in Inputs : status[i] = "sent"} = UNION {Range(b.ins) : b \in InFlight}
@@ -444,7 +492,8 @@ TypeOK ==
     /\ intake \in [ShardIds -> Seq(Inputs)]
     /\ lane \in [Keys -> Seq(Inputs)]
     /\ busy \in [Keys -> BOOLEAN]
-    /\ \A s \in ShardIds : \A b \in flight[s] : b.key \in Keys /\ b.ins \in Seq(Inputs)
+    /\ \A s \in ShardIds : \A t \in flight[s] : \A b \in t :
+         b.key \in Keys /\ b.ins \in Seq(Inputs)
     /\ marking \subseteq Keys
     /\ answers \in [Inputs -> 0 .. 2]
     /\ clock \in [Keys -> 0 .. Never]
