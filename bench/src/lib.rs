@@ -55,6 +55,8 @@
 //!     runtime: ferry::Runtime::Auto,
 //!     pool_connections: 2,
 //!     max_queue_time: None,
+//!     max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
+//!     max_trips_in_flight: 4,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);

@@ -123,6 +123,12 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1ms")]
     store_rtt: Duration,
 
+    /// What each request to the simulated store costs beyond its round
+    /// trip, per key it touches: a batch's read and write pay it once, a
+    /// trip's once per key (no cost without a round trip)
+    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "5us")]
+    store_key_cost: Duration,
+
     /// Leave ferry's (or batcher's) shards unpinned (by default each is
     /// pinned to its CPU when the machine has enough)
     #[arg(long)]
@@ -177,8 +183,18 @@ struct Args {
     #[arg(long, value_name = "Q", default_value_t = 1_000_000)]
     max_queueing: usize,
 
+    /// Keys' batches per trip at most (ferry-trips); multi-key's batches
+    /// hold up to this many times --max-batch-size inputs
+    #[arg(long, value_name = "N", default_value_t = ferry::DEFAULT_MAX_TRIP_BATCHES)]
+    max_trip_batches: usize,
+
+    /// Trips in flight at once per ferry-trips shard; multi-key runs this
+    /// many workers per shard (of the largest shard count measured)
+    #[arg(long, value_name = "M", default_value_t = 4)]
+    max_trips_in_flight: usize,
+
     /// Systems to run, in order, of those --mode names [default:
-    /// ferry,single-lock,batch-aint-one,unbatched; unkeyed:
+    /// ferry,ferry-trips,single-lock,batch-aint-one,multi-key,unbatched; unkeyed:
     /// batcher,batch-aint-one,single-lock-fifo]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     compare: Vec<String>,
@@ -303,6 +319,8 @@ impl Args {
             ("--generators", self.generators),
             ("--tokio-workers", self.tokio_workers),
             ("--outstanding-max", self.outstanding_max),
+            ("--max-trip-batches", self.max_trip_batches),
+            ("--max-trips-in-flight", self.max_trips_in_flight),
         ];
         for (flag, value) in at_least_one {
             if value == 0 {
@@ -445,7 +463,11 @@ impl Args {
             )
         };
         let store = match &self.store {
-            StoreAddress::Sim => format!("simulated store RTT {}", format_duration(self.store_rtt)),
+            StoreAddress::Sim => format!(
+                "simulated store RTT {} + {} a key",
+                format_duration(self.store_rtt),
+                format_duration(self.store_key_cost)
+            ),
             real => format!("store {real}"),
         };
         let mut described = format!(
@@ -485,7 +507,9 @@ impl Compared {
     fn has_shards(self) -> bool {
         matches!(
             self,
-            Compared::Keyed(SystemKind::Ferry | SystemKind::FerryWithdraw)
+            Compared::Keyed(
+                SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips
+            )
                 | Compared::Unkeyed(UnkeyedKind::Batcher)
         )
     }
@@ -551,6 +575,9 @@ fn handover_worker(args: &Args) -> Result<(), String> {
 fn run(args: &Args) -> Result<bool, String> {
     let sampler = KeySampler::new(args.dist, args.keys())?;
     let store = Store::open(&args.store, args.keys(), args.store_rtt)?;
+    if let Some(sim) = store.as_sim() {
+        sim.set_key_cost(args.store_key_cost);
+    }
     let ran = run_on(args, sampler, store);
     let stopped = store.stop();
     let clean = ran?;
@@ -601,6 +628,8 @@ fn settings(args: &Args) -> Settings {
         max_queue_time: args
             .max_queue_time
             .or(args.timeout.map(|timeout| timeout.mul_f64(0.9))),
+        max_trip_batches: args.max_trip_batches,
+        max_trips_in_flight: args.max_trips_in_flight,
     }
 }
 
@@ -721,6 +750,9 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
         Keying::Unkeyed => UnkeyedKind::Batcher.name(),
     };
     print!("{}", report::ratios(runs, reference));
+    if args.mode == Keying::Keyed {
+        print!("{}", report::ratios(runs, SystemKind::FerryTrips.name()));
+    }
     print!("{}", report::overload(runs));
     print!("{}", report::store_timing(runs));
     print!("{}", report::idle_stages(runs));

@@ -165,6 +165,14 @@ pub struct EngineFigures {
     pub batch_time_p50_us: f64,
     /// 99th percentile, µs.
     pub batch_time_p99_us: f64,
+    /// Trips started (0 without a trip function).
+    pub trips: u64,
+    /// Batches per trip, mean.
+    pub trip_batches_mean: f64,
+    /// Batches per trip, 99th percentile.
+    pub trip_batches_p99: u64,
+    /// Batches per trip, largest.
+    pub trip_batches_max: u64,
 }
 
 impl EngineFigures {
@@ -183,6 +191,14 @@ impl EngineFigures {
             queue_max_us: us(queue.max),
             batch_time_p50_us: us(batch.p50),
             batch_time_p99_us: us(batch.p99),
+            trips: total.trips,
+            trip_batches_mean: if total.trips == 0 {
+                0.0
+            } else {
+                (total.batches as f64 / total.trips as f64 * 10.0).round() / 10.0
+            },
+            trip_batches_p99: total.trip_batches.p99,
+            trip_batches_max: total.trip_batches.max,
         }
     }
 }
@@ -426,6 +442,17 @@ pub fn engine_figures(runs: &[RunResult]) -> String {
                 micros(f.batch_time_p50_us),
                 micros(f.batch_time_p99_us),
             );
+            if f.trips > 0 {
+                let _ = writeln!(
+                    out,
+                    "trips, {}: {} trips, batches per trip mean {} p99 {} max {}",
+                    run.label(),
+                    thousands(f.trips),
+                    f.trip_batches_mean,
+                    f.trip_batches_p99,
+                    f.trip_batches_max,
+                );
+            }
         }
     }
     out

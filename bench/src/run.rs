@@ -18,7 +18,7 @@ use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
 use crate::systems::single_lock::SingleLock;
-use crate::systems::single_lock_fifo::SingleLockFifo;
+use crate::systems::single_lock_fifo::{Apply, SingleLockFifo};
 use crate::systems::unbatched::Unbatched;
 use crate::systems::{Settings, System, SystemKind, UnkeyedKind};
 
@@ -39,12 +39,17 @@ pub fn run(
     let connections = settings.pool_connections;
     let name = kind.name();
     match kind {
-        SystemKind::Ferry | SystemKind::FerryWithdraw => {
+        SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips => {
             let shards = shards.unwrap_or(1);
-            let shedding = kind == SystemKind::FerryWithdraw;
             let system =
-                FerrySystem::start(settings, shards, store, shedding).map_err(could_not_start)?;
+                FerrySystem::start(settings, shards, store, kind).map_err(could_not_start)?;
             measure(name, Some(shards), system, store, load, on_progress)
+        }
+        SystemKind::MultiKey => {
+            let workers = settings.max_trips_in_flight * connections;
+            let system = SingleLockFifo::start(settings, workers, store, connections, Apply::Keys)
+                .map_err(could_not_start)?;
+            measure(name, None, system, store, load, on_progress)
         }
         SystemKind::SingleLock => {
             let system = SingleLock::start(settings, single_lock_workers, store, connections)
@@ -92,8 +97,9 @@ pub fn run_unkeyed(
             measure(name, None, system, store, load, on_progress)
         }
         UnkeyedKind::SingleLockFifo => {
-            let system = SingleLockFifo::start(settings, slots, store, connections)
-                .map_err(could_not_start)?;
+            let system =
+                SingleLockFifo::start(settings, slots, store, connections, Apply::Stream)
+                    .map_err(could_not_start)?;
             measure(name, None, system, store, load, on_progress)
         }
     }

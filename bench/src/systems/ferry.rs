@@ -1,5 +1,9 @@
 //! `ferry`: this engine, its batch function one
-//! [`Connection::apply`](crate::store::Connection::apply) per batch.
+//! [`Connection::apply`](crate::store::Connection::apply) per batch;
+//! `ferry-trips`: the same engine with a trip function, one
+//! [`Connection::apply_many`](crate::store::Connection::apply_many) per
+//! trip of up to `max_trip_batches` keys, `max_trips_in_flight` trips in
+//! flight per shard.
 //!
 //! Each shard makes its own connection to the store in the engine's
 //! factory (`try_start`), on the shard's own thread, and every batch of the
@@ -18,8 +22,8 @@ use futures::{FutureExt, StreamExt};
 
 use ferry::{Engine, FerryError, Runtime, StartError};
 
-use crate::store::{Store, StoreError};
-use crate::systems::{outputs, Call, Outcome, Settings, System};
+use crate::store::{Connection, Store, StoreError, Write};
+use crate::systems::{outputs, Call, Outcome, Settings, System, SystemKind};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
 /// asked for on the sim; tokio on a real store, whose tokio-based client
@@ -46,14 +50,16 @@ pub struct FerrySystem {
 
 impl FerrySystem {
     /// Starts an engine of `shards` shards on `store`, each with its own
-    /// connection; `shedding` withdraws inputs whose callers gave up and
-    /// expires those past `settings.max_queue_time` (`ferry-withdraw`).
+    /// connection, as `kind` says: `ferry`; `ferry-withdraw`, which
+    /// withdraws inputs whose callers gave up and expires those past
+    /// `settings.max_queue_time`; or `ferry-trips`, with a trip function.
     pub fn start(
         settings: &Settings,
         shards: usize,
         store: Store,
-        shedding: bool,
+        kind: SystemKind,
     ) -> Result<Self, String> {
+        let shedding = kind == SystemKind::FerryWithdraw;
         let runtime = shard_runtime(settings.runtime, store)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let builder = Engine::builder()
@@ -72,6 +78,17 @@ impl FerrySystem {
             (true, None) => builder.withdraw_on_drop(true),
             (true, Some(wait)) => builder.withdraw_on_drop(true).max_queue_time(wait),
         };
+        if kind == SystemKind::FerryTrips {
+            let engine = builder
+                .max_in_flight_batches(settings.max_trips_in_flight)
+                .max_trip_batches(settings.max_trip_batches)
+                .try_start_trips(move |_shard| async move {
+                    let connection = store.connect().await?;
+                    Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| carry(&connection, trip))
+                })
+                .map_err(|err: StartError<String>| err.to_string())?;
+            return Ok(Self { engine });
+        }
         // The sim's batch calls it directly, its future as it is, so the
         // sim's figures pay nothing for the real stores; a real store's
         // batch goes through the shard's own connection.
@@ -99,6 +116,35 @@ impl FerrySystem {
                 .map_err(|err: StartError<String>| err.to_string()),
         }?;
         Ok(Self { engine })
+    }
+}
+
+/// A trip through `connection`: one request for every key's batch, each
+/// batch's outputs from the version its key's write started from.
+pub(crate) fn carry(
+    connection: &Connection,
+    trip: Vec<(u64, Vec<u64>)>,
+) -> impl std::future::Future<Output = Vec<Result<Vec<u64>, StoreError>>> {
+    let writes: Vec<Write> = trip
+        .iter()
+        .map(|(key, inputs)| {
+            overload::note_sent(inputs);
+            Write {
+                key: *key,
+                count: inputs.len() as u64,
+                sum: inputs.iter().sum(),
+            }
+        })
+        .collect();
+    let counts: Vec<u64> = writes.iter().map(|write| write.count).collect();
+    let applied = connection.apply_many(writes);
+    async move {
+        applied
+            .await
+            .into_iter()
+            .zip(counts)
+            .map(|(applied, count)| applied.map(|version| outputs(version, count)))
+            .collect()
     }
 }
 

@@ -203,6 +203,13 @@ pub struct Settings {
     pub pool_connections: usize,
     /// `ferry-withdraw`'s `max_queue_time` (`None`: unset).
     pub max_queue_time: Option<Duration>,
+    /// Keys' batches per trip at most (`ferry-trips`); `multi-key` takes
+    /// up to this many times `max_batch_size` (key, input) pairs a batch,
+    /// as many inputs as one trip can carry.
+    pub max_trip_batches: usize,
+    /// Trips in flight at once per `ferry-trips` shard; `multi-key` runs
+    /// this many workers per shard of the largest shard count measured.
+    pub max_trips_in_flight: usize,
 }
 
 /// What `--mode` compares: per-key batching or one unkeyed stream.
@@ -250,30 +257,40 @@ pub enum SystemKind {
     /// This engine, shedding what nobody waits for: `withdraw_on_drop` and
     /// `max_queue_time` (for the overload scenario).
     FerryWithdraw,
+    /// This engine with a trip function: many keys' batches in one request.
+    FerryTrips,
     /// One `Lanes` behind one mutex, shared workers.
     SingleLock,
     /// The `batch-aint-one` crate.
     BatchAintOne,
     /// One round trip per input.
     Unbatched,
+    /// The DataLoader way: unkeyed batches of (key, input) pairs, each one
+    /// request for all its keys, several in flight, the same key possibly
+    /// in two at once (its conflicts retried).
+    MultiKey,
 }
 
 impl SystemKind {
     /// Every system, in the order they are run by default.
-    pub const ALL: [SystemKind; 4] = [
+    pub const ALL: [SystemKind; 6] = [
         SystemKind::Ferry,
+        SystemKind::FerryTrips,
         SystemKind::SingleLock,
         SystemKind::BatchAintOne,
+        SystemKind::MultiKey,
         SystemKind::Unbatched,
     ];
 
     /// Every system `--compare` knows: [`ALL`](Self::ALL) and
     /// `ferry-withdraw`.
-    pub const KNOWN: [SystemKind; 5] = [
+    pub const KNOWN: [SystemKind; 7] = [
         SystemKind::Ferry,
         SystemKind::FerryWithdraw,
+        SystemKind::FerryTrips,
         SystemKind::SingleLock,
         SystemKind::BatchAintOne,
+        SystemKind::MultiKey,
         SystemKind::Unbatched,
     ];
 
@@ -282,9 +299,11 @@ impl SystemKind {
         match self {
             SystemKind::Ferry => "ferry",
             SystemKind::FerryWithdraw => "ferry-withdraw",
+            SystemKind::FerryTrips => "ferry-trips",
             SystemKind::SingleLock => "single-lock",
             SystemKind::BatchAintOne => "batch-aint-one",
             SystemKind::Unbatched => "unbatched",
+            SystemKind::MultiKey => "multi-key",
         }
     }
 }
@@ -303,7 +322,8 @@ impl FromStr for SystemKind {
             .into_iter()
             .find(|kind| kind.name() == text)
             .ok_or_else(|| {
-                format!("`{text}`: unknown system (ferry, ferry-withdraw, single-lock, batch-aint-one, unbatched)")
+                let known: Vec<&str> = SystemKind::KNOWN.iter().map(|kind| kind.name()).collect();
+                format!("`{text}`: unknown system ({})", known.join(", "))
             })
     }
 }

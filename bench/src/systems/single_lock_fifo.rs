@@ -7,6 +7,17 @@
 //! callers. Up to `workers`
 //! batches are in flight at once; that is the system's slot count.
 //!
+//! # `multi-key`
+//!
+//! The same queue carries (key, input) pairs for `multi-key`, the
+//! DataLoader way of batching many keys ([`Apply::Keys`]): a worker takes
+//! up to `max_batch_size × max_trip_batches` pairs (as many inputs as one
+//! of ferry's trips can carry), merges each key's inputs into one write,
+//! and applies them all in one [`Connection::apply_many`](crate::store::Connection::apply_many).
+//! Nothing keeps a key to one batch in flight: two workers may write the
+//! same key at once, and the loser's conditional write conflicts and is
+//! retried.
+//!
 //! # Waking
 //!
 //! Idle workers wait on one `tokio::sync::Notify`. A worker registers for it
@@ -35,7 +46,7 @@ use futures::future::{Either, Map, Ready};
 use futures::FutureExt;
 use tokio::sync::Notify;
 
-use crate::store::{Pool, Store, StoreError};
+use crate::store::{Pool, Store, StoreError, Write};
 use crate::systems::{outputs, tokio_runtime, BatchCounts, Outcome, Settings, System};
 
 type Answer = Result<u64, StoreError>;
@@ -49,7 +60,17 @@ pub struct SingleLockFifo {
     workers: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// What a batch is applied as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apply {
+    /// One unkeyed append (`single-lock-fifo`).
+    Stream,
+    /// One write per key of the batch, all in one request (`multi-key`).
+    Keys,
+}
+
 struct Shared {
+    apply: Apply,
     state: Mutex<State>,
     /// Wakes idle workers.
     ready: Notify,
@@ -69,6 +90,8 @@ struct State {
 }
 
 struct Waiting {
+    /// Its key (`Apply::Keys` only).
+    key: u64,
     input: u64,
     reply: Reply,
     /// When it was admitted; only read, and so only taken, with a delay.
@@ -77,6 +100,7 @@ struct Waiting {
 
 /// A batch taken from the front: inputs and their callers, in order.
 struct Batch {
+    keys: Vec<u64>,
     inputs: Vec<u64>,
     replies: Vec<Reply>,
 }
@@ -91,17 +115,26 @@ enum Next {
 impl SingleLockFifo {
     /// Starts `workers` worker tasks on a tokio runtime of
     /// `settings.tokio_workers` threads, sharing `connections` connections
-    /// to `store` made on that runtime.
+    /// to `store` made on that runtime, applying batches as `apply` says.
     pub fn start(
         settings: &Settings,
         workers: usize,
         store: Store,
         connections: usize,
+        apply: Apply,
     ) -> Result<Self, String> {
         assert!(settings.max_batch_size >= 1, "a batch holds an input");
-        let runtime = tokio_runtime("single-lock-fifo", settings.tokio_workers, store)?;
+        let (name, batch_size_max) = match apply {
+            Apply::Stream => ("single-lock-fifo", settings.max_batch_size),
+            Apply::Keys => (
+                "multi-key",
+                settings.max_batch_size * settings.max_trip_batches.max(1),
+            ),
+        };
+        let runtime = tokio_runtime(name, settings.tokio_workers, store)?;
         let pool = Pool::open(store, connections, Some(&runtime))?;
         let shared = Arc::new(Shared {
+            apply,
             state: Mutex::new(State {
                 queue: VecDeque::new(),
                 closed: false,
@@ -110,7 +143,7 @@ impl SingleLockFifo {
             }),
             ready: Notify::new(),
             pool,
-            batch_size_max: settings.max_batch_size,
+            batch_size_max,
             batch_delay_max: settings.max_batch_delay,
             queued_max: settings.max_queueing,
         });
@@ -159,10 +192,12 @@ impl Shared {
         }
         let count = waiting.min(self.batch_size_max);
         let mut batch = Batch {
+            keys: Vec::with_capacity(count),
             inputs: Vec::with_capacity(count),
             replies: Vec::with_capacity(count),
         };
         for waiting in state.queue.drain(..count) {
+            batch.keys.push(waiting.key);
             batch.inputs.push(waiting.input);
             batch.replies.push(waiting.reply);
         }
@@ -184,8 +219,11 @@ impl Shared {
     }
 
     async fn run(&self, batch: Batch) {
-        let count = batch.inputs.len() as u64;
         overload::note_sent(&batch.inputs);
+        if self.apply == Apply::Keys {
+            return self.run_keys(batch).await;
+        }
+        let count = batch.inputs.len() as u64;
         let result = self
             .pool
             .get()
@@ -203,6 +241,40 @@ impl Shared {
                     let _ = reply.send(Err(err.clone()));
                 }
             }
+        }
+    }
+}
+
+impl Shared {
+    /// A `multi-key` batch: each key's inputs merged into one write, every
+    /// write in one request; each input answered with the version its
+    /// place in its key's write produced.
+    async fn run_keys(&self, batch: Batch) {
+        let mut writes: Vec<Write> = Vec::new();
+        let mut write_of: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+        // Each input's write, and its place among that write's inputs.
+        let mut places = Vec::with_capacity(batch.inputs.len());
+        for (&key, &input) in batch.keys.iter().zip(&batch.inputs) {
+            let at = *write_of.entry(key).or_insert_with(|| {
+                writes.push(Write {
+                    key,
+                    count: 0,
+                    sum: 0,
+                });
+                writes.len() - 1
+            });
+            let write = &mut writes[at];
+            places.push((at, write.count));
+            write.count += 1;
+            write.sum += input;
+        }
+        let applied = self.pool.get().apply_many(writes).await;
+        for (reply, (at, place)) in batch.replies.into_iter().zip(places) {
+            let answer = match &applied[at] {
+                Ok(version) => Ok(version + place + 1),
+                Err(err) => Err(err.clone()),
+            };
+            let _ = reply.send(answer);
         }
     }
 }
@@ -243,8 +315,8 @@ fn outcome(received: Received) -> Outcome {
 impl System for SingleLockFifo {
     type Submit = Either<Ready<Outcome>, Map<oneshot::Receiver<Answer>, fn(Received) -> Outcome>>;
 
-    /// `key` is ignored: the stream has none.
-    fn submit(&self, _key: u64, input: u64) -> Self::Submit {
+    /// `key` is kept for `multi-key` (the stream has none).
+    fn submit(&self, key: u64, input: u64) -> Self::Submit {
         let shared = &self.shared;
         let (reply, answer) = oneshot::channel();
         let admitted = (!shared.batch_delay_max.is_zero()).then(Instant::now);
@@ -254,6 +326,7 @@ impl System for SingleLockFifo {
                 None
             } else {
                 state.queue.push_back(Waiting {
+                    key,
                     input,
                     reply,
                     admitted,

@@ -207,6 +207,8 @@ fn settings() -> Settings {
         runtime: ferry::Runtime::Auto,
         pool_connections: SHARDS,
         max_queue_time: None,
+        max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
+        max_trips_in_flight: 4,
     }
 }
 

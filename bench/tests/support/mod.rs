@@ -26,6 +26,8 @@ pub fn settings() -> Settings {
         runtime: ferry::Runtime::Auto,
         pool_connections: 1,
         max_queue_time: None,
+        max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
+        max_trips_in_flight: 4,
     }
 }
 
