@@ -1,15 +1,17 @@
 //! A small service on PostgreSQL: many tokio tasks add amounts to accounts,
-//! Ferry batches each account's additions, and each batch is one
-//! conditional write through its shard's own connection.
+//! Ferry batches each account's additions, and carries the batches of many
+//! accounts in one trip: one statement through its shard's own connection,
+//! writing each account on its own condition.
 //!
-//! Each shard connects in `try_start`'s factory, on the shard's own thread,
-//! so the shards run on `Runtime::Tokio` (tokio-postgres needs a tokio
-//! reactor on its thread). The shard remembers each account's version: it
-//! is the only writer of its accounts (an account is routed to one shard,
-//! which runs one batch of it at a time), so after a first read a batch is
-//! just `UPDATE … WHERE version = $remembered`. A write that finds another
-//! version (someone else wrote) updates no row: the shard reads the
-//! account again and retries.
+//! Each shard connects in `try_start_trips`'s factory, on the shard's own
+//! thread, so the shards run on `Runtime::Tokio` (tokio-postgres needs a
+//! tokio reactor on its thread). The shard remembers each account's
+//! version: it is the only writer of its accounts (an account is routed to
+//! one shard, which has it in at most one trip at a time), so after a first
+//! read a trip is just `UPDATE … FROM unnest(…) WHERE version =
+//! remembered`, one commit for every account in it. An account whose write
+//! finds another version (someone else wrote) is not updated: the shard
+//! reads it again and retries it, alone of the others.
 //!
 //! ```sh
 //! FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \
@@ -34,10 +36,14 @@ const ADDITIONS: i64 = 20_000;
 /// A batch whose write keeps finding another version gives up after this.
 const WRITE_ATTEMPTS_MAX: u32 = 10;
 const TABLE: &str = "ferry_example_accounts";
-const READ: &str = "SELECT version FROM ferry_example_accounts WHERE account = $1";
-const WRITE: &str =
-    "UPDATE ferry_example_accounts SET balance = balance + $3, version = version + 1 \
-                     WHERE account = $1 AND version = $2 RETURNING balance";
+const READ: &str = "SELECT account, version FROM ferry_example_accounts WHERE account = ANY($1)";
+/// Each account of the trip written on its own condition: its remembered
+/// version. The accounts returned are those written.
+const WRITE: &str = "UPDATE ferry_example_accounts AS a \
+                     SET balance = a.balance + t.total, version = a.version + 1 \
+                     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(account, expected, total) \
+                     WHERE a.account = t.account AND a.version = t.expected \
+                     RETURNING a.account, a.balance";
 
 const HOW_TO: &str = "\
 postgres_counters needs a PostgreSQL server. Set FERRY_POSTGRES_URL, e.g.
@@ -126,12 +132,15 @@ async fn set_up(config: &Config) -> Result<tokio_postgres::Client, String> {
 }
 
 /// What the service applied: the sum of the additions answered, and the
-/// batches (writes) it took.
+/// batches (one write of one account each) it took.
 #[derive(Clone, Copy, Debug)]
 struct Served {
     applied: i64,
     batches: u64,
 }
+
+/// One trip's batches: each account with its amounts.
+type Trip = Vec<(i64, Vec<i64>)>;
 
 async fn serve(config: Config) -> Result<Served, String> {
     let counts = Arc::new(Counts::default());
@@ -141,8 +150,9 @@ async fn serve(config: Config) -> Result<Served, String> {
         .pin(false)
         .runtime(Runtime::Tokio)
         .max_batch_size(256)
-        .max_in_flight_batches(32)
-        .try_start(move |shard| {
+        .max_trip_batches(256)
+        .max_in_flight_batches(4)
+        .try_start_trips(move |shard| {
             let (config, counts) = (config.clone(), Arc::clone(&shard_counts));
             async move {
                 // On the shard's own thread: its connection, its I/O on the
@@ -163,9 +173,7 @@ async fn serve(config: Config) -> Result<Served, String> {
                     versions: RefCell::new(HashMap::new()),
                     counts,
                 });
-                Ok::<_, String>(move |account: i64, amounts: Vec<i64>| {
-                    Rc::clone(&shard).add(account, amounts)
-                })
+                Ok::<_, String>(move |trip: Trip| Rc::clone(&shard).add(trip))
             }
         })
         .map_err(|err| format!("the engine did not start: {err}"))?;
@@ -200,12 +208,13 @@ async fn serve(config: Config) -> Result<Served, String> {
     let total = stats.total();
     println!("applied {ADDITIONS} additions ({applied} in all) to {ACCOUNTS} accounts in {took:?}");
     println!(
-        "{} batches, mean {:.1} additions each: {} writes instead of {ADDITIONS}, {} round trips saved \
-         (and {} first reads of an account's version, {} writes retried)",
+        "{} batches, mean {:.1} additions each, in {} trips of {:.1} accounts: {} write statements \
+         instead of {ADDITIONS} (and {} first reads of an account's version, {} accounts' writes retried)",
         total.batches,
         total.sent as f64 / total.batches.max(1) as f64,
-        total.batches,
-        ADDITIONS as u64 - total.batches,
+        total.trips,
+        total.batches as f64 / total.trips.max(1) as f64,
+        total.trips,
         counts.reads.load(Ordering::Relaxed),
         counts.conflicts.load(Ordering::Relaxed),
     );
@@ -231,50 +240,134 @@ struct Shard {
 }
 
 impl Shard {
-    /// One batch of an account: one conditional write of the whole sum;
-    /// each addition's output is the balance just after it.
-    async fn add(self: Rc<Self>, account: i64, amounts: Vec<i64>) -> Result<Vec<i64>, String> {
-        let total: i64 = amounts.iter().sum();
+    /// One trip: every account's additions summed into one conditional
+    /// write, all in one statement; each addition's output is the balance
+    /// just after it. An account whose write found another version is read
+    /// again and retried, alone of the others.
+    async fn add(self: Rc<Self>, trip: Trip) -> Vec<Result<Vec<i64>, String>> {
+        let mut results: Vec<Result<Vec<i64>, String>> = trip
+            .iter()
+            .map(|(account, _)| {
+                Err(format!(
+                    "account {account}: the write found another version {WRITE_ATTEMPTS_MAX} times"
+                ))
+            })
+            .collect();
+        let mut left: Vec<usize> = (0..trip.len()).collect();
         for _ in 0..WRITE_ATTEMPTS_MAX {
-            let remembered = self.versions.borrow().get(&account).copied();
-            let expected = match remembered {
-                Some(version) => version,
-                None => {
-                    self.counts.reads.fetch_add(1, Ordering::Relaxed);
-                    let row = self
-                        .client
-                        .query_one(&self.read, &[&account])
-                        .await
-                        .map_err(|err| describe(&err))?;
-                    row.try_get(0).map_err(|err| describe(&err))?
+            if left.is_empty() {
+                break;
+            }
+            match self.try_write(&trip, &left).await {
+                Ok(attempt) => {
+                    for (at, balances) in attempt.written {
+                        results[at] = Ok(balances);
+                    }
+                    left = attempt.again;
                 }
-            };
-            let written = self
-                .client
-                .query_opt(&self.write, &[&account, &expected, &total])
-                .await
-                .map_err(|err| describe(&err))?;
-            let Some(row) = written else {
+                Err(err) => {
+                    for at in left {
+                        results[at] = Err(err.clone());
+                    }
+                    break;
+                }
+            }
+        }
+        results
+    }
+
+    /// One attempt at the trip's accounts `left` (places in `trip`).
+    async fn try_write(&self, trip: &Trip, left: &[usize]) -> Result<Attempt, String> {
+        let accounts: Vec<i64> = left.iter().map(|&at| trip[at].0).collect();
+        self.remember_versions(&accounts).await?;
+        let versions = self.versions.borrow();
+        let expected: Vec<i64> = accounts.iter().map(|account| versions[account]).collect();
+        drop(versions);
+        let totals: Vec<i64> = left.iter().map(|&at| trip[at].1.iter().sum()).collect();
+        let rows = self
+            .client
+            .query(&self.write, &[&accounts, &expected, &totals])
+            .await
+            .map_err(|err| describe(&err))?;
+        let mut after = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let account: i64 = row.try_get(0).map_err(|err| describe(&err))?;
+            after.insert(
+                account,
+                row.try_get::<_, i64>(1).map_err(|err| describe(&err))?,
+            );
+        }
+        let mut attempt = Attempt::default();
+        for (((&at, account), version), total) in
+            left.iter().zip(&accounts).zip(expected).zip(totals)
+        {
+            let mut versions = self.versions.borrow_mut();
+            let Some(&balance_after) = after.get(account) else {
                 // Another writer moved the version: forget ours, read again.
                 self.counts.conflicts.fetch_add(1, Ordering::Relaxed);
-                self.versions.borrow_mut().remove(&account);
+                versions.remove(account);
+                attempt.again.push(at);
                 continue;
             };
-            self.versions.borrow_mut().insert(account, expected + 1);
-            let after: i64 = row.try_get(0).map_err(|err| describe(&err))?;
-            let mut balance = after - total;
-            return Ok(amounts
+            versions.insert(*account, version + 1);
+            let mut balance = balance_after - total;
+            let balances = trip[at]
+                .1
                 .iter()
                 .map(|amount| {
                     balance += amount;
                     balance
                 })
-                .collect());
+                .collect();
+            attempt.written.push((at, balances));
         }
-        Err(format!(
-            "account {account}: the write found another version {WRITE_ATTEMPTS_MAX} times"
-        ))
+        Ok(attempt)
     }
+
+    /// Reads, in one statement, the version of each of `accounts` this
+    /// shard does not remember.
+    async fn remember_versions(&self, accounts: &[i64]) -> Result<(), String> {
+        let unknown: Vec<i64> = {
+            let versions = self.versions.borrow();
+            accounts
+                .iter()
+                .filter(|a| !versions.contains_key(a))
+                .copied()
+                .collect()
+        };
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        self.counts
+            .reads
+            .fetch_add(unknown.len() as u64, Ordering::Relaxed);
+        let rows = self
+            .client
+            .query(&self.read, &[&unknown])
+            .await
+            .map_err(|err| describe(&err))?;
+        let mut versions = self.versions.borrow_mut();
+        for row in rows {
+            let account: i64 = row.try_get(0).map_err(|err| describe(&err))?;
+            versions.insert(account, row.try_get(1).map_err(|err| describe(&err))?);
+        }
+        match unknown
+            .iter()
+            .find(|account| !versions.contains_key(account))
+        {
+            Some(missing) => Err(format!("account {missing} has no row")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What one attempt at some of a trip's accounts did: the written ones
+/// (their place in the trip and each addition's balance after it), and
+/// those to try again.
+#[derive(Default)]
+struct Attempt {
+    written: Vec<(usize, Vec<i64>)>,
+    again: Vec<usize>,
 }
 
 /// The balances add up to what was applied, written once per batch; then
