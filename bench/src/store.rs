@@ -87,6 +87,15 @@ pub enum StoreError {
         /// Attempts made.
         attempts: u32,
     },
+    /// The connection failed before the write was sent: nothing was
+    /// applied; the connection is to be made again.
+    Disconnected(String),
+    /// The connection failed after the write was sent: the write may or may
+    /// not have been applied. Only reading the store back can tell.
+    Unknown(String),
+    /// No connection to send on (the store is away; a new one is being
+    /// made, or waits out its backoff): nothing was sent.
+    Unreachable(String),
     /// The simulated store's thread stopped with the request pending.
     Stopped,
     /// A real store's server answered with an error, or the connection to
@@ -111,11 +120,31 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Stopped => f.write_str("the simulated store stopped with the request pending"),
             StoreError::Server(message) => write!(f, "the store's server: {message}"),
+            StoreError::Disconnected(message) => {
+                write!(f, "the connection failed before the write was sent (nothing applied): {message}")
+            }
+            StoreError::Unknown(message) => write!(
+                f,
+                "the connection failed after the write was sent (applied or not, unknown): {message}"
+            ),
+            StoreError::Unreachable(message) => write!(f, "{message}"),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
+
+impl StoreError {
+    /// Whether the connection that gave it is dead and must be made again.
+    pub fn breaks_connection(&self) -> bool {
+        matches!(self, StoreError::Disconnected(_) | StoreError::Unknown(_))
+    }
+
+    /// Whether the write may have been applied though it failed.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, StoreError::Unknown(_))
+    }
+}
 
 /// One key's share of a trip: its inputs' count and their sum, written
 /// conditionally on the version read.

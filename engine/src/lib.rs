@@ -123,6 +123,7 @@ mod config;
 mod engine;
 mod flush;
 mod outcomes;
+mod reconnect;
 mod route;
 mod shards;
 mod start_error;
@@ -138,6 +139,7 @@ pub use config::{
 pub use engine::Engine;
 pub use flush::Flush;
 pub use outcomes::Outcomes;
+pub use reconnect::{Reconnect, Unreachable, DEFAULT_RECONNECT_FIRST, DEFAULT_RECONNECT_MAX};
 pub use route::route;
 pub use start_error::StartError;
 pub use stats::{Distribution, Distributions, Stats, Summary};

@@ -282,7 +282,7 @@ impl PgConnection {
                     ],
                 )
                 .await
-                .map_err(server_error)?;
+                .map_err(write_error)?;
             if written == 1 {
                 return Ok(version as u64);
             }
@@ -338,7 +338,7 @@ impl PgConnection {
             .client
             .query(&self.write_many, &[&keys, &expected, &next, &value])
             .await
-            .map_err(server_error)?;
+            .map_err(write_error)?;
         let mut written_keys = std::collections::HashSet::with_capacity(written_rows.len());
         for row in written_rows {
             written_keys.insert(row.try_get::<_, i64>(0).map_err(server_error)?);
@@ -371,7 +371,7 @@ impl PgConnection {
             .client
             .query_one(&self.append, &[&(count as i64), &(sum as i64)])
             .await
-            .map_err(server_error)?;
+            .map_err(write_error)?;
         let length: i64 = row.try_get(0).map_err(server_error)?;
         Ok(length as u64)
     }
@@ -398,8 +398,26 @@ pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, Stri
     Ok(client)
 }
 
+/// An error before the write was sent: nothing was applied. The server's
+/// refusal of a statement, or a connection that failed (to be made again).
 fn server_error(err: tokio_postgres::Error) -> StoreError {
-    StoreError::Server(said(&err))
+    if err.as_db_error().is_some() {
+        StoreError::Server(said(&err))
+    } else {
+        StoreError::Disconnected(said(&err))
+    }
+}
+
+/// An error of the write itself: the server's refusal of the statement
+/// (nothing applied: each statement is its own transaction), or a
+/// connection that failed once the write was sent (applied or not: the
+/// outcome is unknown).
+fn write_error(err: tokio_postgres::Error) -> StoreError {
+    if err.as_db_error().is_some() {
+        StoreError::Server(said(&err))
+    } else {
+        StoreError::Unknown(said(&err))
+    }
 }
 
 /// tokio-postgres's error with what caused it (its own message is one

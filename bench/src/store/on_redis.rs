@@ -279,7 +279,7 @@ impl RedisConnection {
                 .arg(value.wrapping_add(sum))
                 .invoke_async(&mut self.connection)
                 .await
-                .map_err(server_error)?;
+                .map_err(write_error)?;
             if written == 1 {
                 return Ok(version);
             }
@@ -326,7 +326,7 @@ impl RedisConnection {
         let written: Vec<i64> = invocation
             .invoke_async(&mut self.connection)
             .await
-            .map_err(server_error)?;
+            .map_err(write_error)?;
         let (mut done, mut conflicted) = (Vec::new(), Vec::new());
         for ((&at, wrote), (version, _)) in left.iter().zip(written).zip(read) {
             if wrote == 1 {
@@ -356,7 +356,7 @@ impl RedisConnection {
             .arg(sum)
             .invoke_async(&mut self.connection)
             .await
-            .map_err(server_error)?;
+            .map_err(write_error)?;
         u64::try_from(before)
             .map_err(|_| StoreError::Server(format!("the stream's length was {before}")))
     }
@@ -379,8 +379,34 @@ fn key_name(key: u64) -> String {
     format!("{KEY_PREFIX}{key}")
 }
 
+/// An error before the write was sent: nothing was applied. The server's
+/// refusal of a command, or a connection that failed (to be made again).
 fn server_error(err: RedisError) -> StoreError {
-    StoreError::Server(err.to_string())
+    if connection_failed(&err) {
+        StoreError::Disconnected(err.to_string())
+    } else {
+        StoreError::Server(err.to_string())
+    }
+}
+
+/// An error of the write itself: the server's refusal (the script did not
+/// run), or a connection that failed once the write was sent (applied or
+/// not: the outcome is unknown).
+fn write_error(err: RedisError) -> StoreError {
+    if connection_failed(&err) {
+        StoreError::Unknown(err.to_string())
+    } else {
+        StoreError::Server(err.to_string())
+    }
+}
+
+/// Whether `err` is the connection's failure rather than the server's
+/// answer.
+fn connection_failed(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

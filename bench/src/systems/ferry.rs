@@ -20,7 +20,11 @@ use crate::overload;
 use futures::future::Map;
 use futures::{FutureExt, StreamExt};
 
-use ferry::{Engine, FerryError, Runtime, StartError};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use ferry::{Engine, FerryError, Reconnect, Runtime, StartError};
 
 use crate::store::{Connection, Store, StoreError, Write};
 use crate::systems::{outputs, Call, Outcome, Settings, System, SystemKind};
@@ -83,8 +87,8 @@ impl FerrySystem {
                 .max_in_flight_batches(settings.max_trips_in_flight)
                 .max_trip_batches(settings.max_trip_batches)
                 .try_start_trips(move |_shard| async move {
-                    let connection = store.connect().await?;
-                    Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| carry(&connection, trip))
+                    let link = link_to(store).await?;
+                    Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| carry(Rc::clone(&link), trip))
                 })
                 .map_err(|err: StartError<String>| err.to_string())?;
             return Ok(Self { engine });
@@ -105,12 +109,9 @@ impl FerrySystem {
                 .map_err(|err| err.to_string()),
             None => builder
                 .try_start(move |_shard| async move {
-                    let connection = store.connect().await?;
+                    let link = link_to(store).await?;
                     Ok::<_, String>(move |key: u64, inputs: Vec<u64>| {
-                        overload::note_sent(&inputs);
-                        let count = inputs.len() as u64;
-                        let applied = connection.apply(key, count, inputs.iter().sum());
-                        async move { applied.await.map(|version| outputs(version, count)) }
+                        apply_through(Rc::clone(&link), key, inputs)
                     })
                 })
                 .map_err(|err: StartError<String>| err.to_string()),
@@ -119,12 +120,46 @@ impl FerrySystem {
     }
 }
 
-/// A trip through `connection`: one request for every key's batch, each
-/// batch's outputs from the version its key's write started from.
-pub(crate) fn carry(
-    connection: &Connection,
+/// How a shard makes its connection, again after it breaks.
+type Connect = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Connection, String>>>>>;
+
+/// A shard's link to its store: its own connection, made in the factory
+/// and made again after it breaks, with backoff (`ferry::Reconnect`).
+pub(crate) type Link = Rc<Reconnect<Connection, Connect>>;
+
+/// Connects a shard to `store`, on the shard's thread; a store that cannot
+/// be reached fails the start.
+pub(crate) async fn link_to(store: Store) -> Result<Link, String> {
+    let connect: Connect = Box::new(move || Box::pin(store.connect()));
+    Ok(Rc::new(Reconnect::start(connect).await?))
+}
+
+/// The link's client, or the error every input gets while there is none.
+async fn connection(link: &Link) -> Result<Rc<Connection>, StoreError> {
+    link.client()
+        .await
+        .map_err(|away| StoreError::Unreachable(away.to_string()))
+}
+
+/// One batch through the shard's link; a connection found dead is made
+/// again by the next batch.
+async fn apply_through(link: Link, key: u64, inputs: Vec<u64>) -> Result<Vec<u64>, StoreError> {
+    overload::note_sent(&inputs);
+    let count = inputs.len() as u64;
+    let connection = connection(&link).await?;
+    let applied = connection.apply(key, count, inputs.iter().sum()).await;
+    if applied.as_ref().is_err_and(StoreError::breaks_connection) {
+        link.broken(&connection);
+    }
+    applied.map(|version| outputs(version, count))
+}
+
+/// A trip through the shard's link: one request for every key's batch,
+/// each batch's outputs from the version its key's write started from.
+pub(crate) async fn carry(
+    link: Link,
     trip: Vec<(u64, Vec<u64>)>,
-) -> impl std::future::Future<Output = Vec<Result<Vec<u64>, StoreError>>> {
+) -> Vec<Result<Vec<u64>, StoreError>> {
     let writes: Vec<Write> = trip
         .iter()
         .map(|(key, inputs)| {
@@ -136,16 +171,23 @@ pub(crate) fn carry(
             }
         })
         .collect();
+    let connection = match connection(&link).await {
+        Ok(connection) => connection,
+        Err(away) => return vec![Err(away); writes.len()],
+    };
     let counts: Vec<u64> = writes.iter().map(|write| write.count).collect();
-    let applied = connection.apply_many(writes);
-    async move {
-        applied
-            .await
-            .into_iter()
-            .zip(counts)
-            .map(|(applied, count)| applied.map(|version| outputs(version, count)))
-            .collect()
+    let applied = connection.apply_many(writes).await;
+    if applied
+        .iter()
+        .any(|result| result.as_ref().is_err_and(StoreError::breaks_connection))
+    {
+        link.broken(&connection);
     }
+    applied
+        .into_iter()
+        .zip(counts)
+        .map(|(applied, count)| applied.map(|version| outputs(version, count)))
+        .collect()
 }
 
 /// How the load counts an engine's (or a batcher's) outcome.

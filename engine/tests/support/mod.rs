@@ -11,7 +11,7 @@
 //! what it awaits must be that runtime's: [`sleep`] and [`yield_now`] are.
 
 // Each suite uses a part of this module; what one leaves unused is not dead.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::future::poll_fn;
 use std::task::Poll;
