@@ -5,7 +5,11 @@
 //! counters stay consistent (nothing admitted, nothing refused for them).
 //! A key's `Eq` is different: it runs on the shard, and a panic there takes
 //! the shard down; the last test checks that no caller is left waiting.
-//! Each test runs on each runtime.
+//! Each test runs on each runtime. The two cases where the user's function
+//! is part of the hostility (the error it returns, a batch in flight when
+//! the shard goes down) run with trips too (`start_trips`, each batch of a
+//! trip run by the same batch function); the others fail on the caller's
+//! side before an input reaches a shard, whichever way batches are carried.
 
 use std::hash::{Hash, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -14,7 +18,7 @@ use ferry::{Engine, FerryError, Order, Runtime, ShardId};
 use futures::future::join_all;
 
 mod support;
-use support::on_each_runtime;
+use support::{on_each_runtime, on_each_runtime_and_way, StartAs, Way};
 
 /// Caller threads, and submits per thread.
 const THREADS: u64 = 4;
@@ -233,11 +237,12 @@ fn a_weigher_that_panics_panics_its_own_caller_only(runtime: Runtime) {
     assert_books_balance(&engine, answered);
 }
 
-on_each_runtime!(an_error_whose_display_panics_is_still_delivered);
+on_each_runtime_and_way!(an_error_whose_display_panics_is_still_delivered);
 /// The batch function's error type may be anything `Clone`; a hostile
 /// `Display` is never called by the engine on its own (only when a caller
-/// formats the error), so it cannot take a shard down.
-fn an_error_whose_display_panics_is_still_delivered(runtime: Runtime) {
+/// formats the error), so it cannot take a shard down. With trips, each
+/// batch's error is cloned to each of its callers the same way.
+fn an_error_whose_display_panics_is_still_delivered(runtime: Runtime, way: Way) {
     #[derive(Clone, Debug, PartialEq)]
     struct Sulky;
     impl std::fmt::Display for Sulky {
@@ -249,13 +254,16 @@ fn an_error_whose_display_panics_is_still_delivered(runtime: Runtime) {
         .runtime(runtime)
         .shards(1)
         .pin(false)
-        .start(|_shard| |_key: u64, _inputs: Vec<u64>| async move { Err::<Vec<u64>, _>(Sulky) })
+        .start_as(way, |_shard| {
+            |_key: u64, _inputs: Vec<u64>| async move { Err::<Vec<u64>, _>(Sulky) }
+        })
         .unwrap();
     let outcomes: Vec<_> = (0..100).map(|i| engine.submit(i % 7, i)).collect();
     for outcome in futures::executor::block_on(join_all(outcomes)) {
         assert!(matches!(outcome, Err(FerryError::Failed(Sulky))));
     }
     assert_books_balance(&engine, 100);
+    assert_eq!(engine.stats().total().failed, 100);
 }
 
 /// A key whose equality panics when compared with key 13.
@@ -276,18 +284,18 @@ impl PartialEq for ExplosiveEq {
 }
 impl Eq for ExplosiveEq {}
 
-on_each_runtime!(a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting);
+on_each_runtime_and_way!(a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting);
 /// `Eq` runs on the shard (to find a key's lane), so a panic there takes the
 /// shard down. What must still hold: every caller gets an outcome — answered,
-/// `Aborted` if its batch was in flight, or refused with its own input — and
-/// nobody waits forever.
-fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting(runtime: Runtime) {
+/// `Aborted` if its batch (or the trip carrying it) was in flight, or
+/// refused with its own input — and nobody waits forever.
+fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting(runtime: Runtime, way: Way) {
     let engine: Engine<ExplosiveEq, u64, u64, String> = Engine::builder()
         .runtime(runtime)
         .shards(1)
         .pin(false)
         .max_in_flight_batches(1)
-        .start(|_| {
+        .start_as(way, |_| {
             |_key: ExplosiveEq, inputs: Vec<u64>| async move {
                 support::sleep(std::time::Duration::from_millis(5)).await;
                 Ok::<_, String>(inputs)
@@ -321,6 +329,83 @@ fn a_key_whose_eq_panics_on_the_shard_leaves_no_caller_waiting(runtime: Runtime)
         Err(FerryError::Refused { input: 77, .. }) => {}
         other => panic!("{other:?}"),
     }
+    engine.close();
+    engine.join();
+}
+
+on_each_runtime!(a_shard_going_down_mid_trip_aborts_every_batch_of_the_trip);
+/// The same panic of `Eq` while a trip of several keys is in flight: every
+/// batch of that trip is answered `Aborted` (whether the store applied it
+/// is unknown), the trip before it was answered as usual, and the input
+/// whose admission panicked comes back to its caller.
+fn a_shard_going_down_mid_trip_aborts_every_batch_of_the_trip(runtime: Runtime) {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let open = Arc::new(AtomicBool::new(false));
+    let engine: Engine<ExplosiveEq, u64, u64, String> = {
+        let open = open.clone();
+        Engine::builder()
+            .runtime(runtime)
+            .shards(1)
+            .pin(false)
+            .max_in_flight_batches(1)
+            .start_trips(move |_| {
+                let open = open.clone();
+                move |trip: Vec<(ExplosiveEq, Vec<u64>)>| {
+                    let open = open.clone();
+                    async move {
+                        // The trip of key 1 waits for the gate; any other
+                        // never ends (until the shard drops it).
+                        let gated = trip.iter().any(|(key, _)| key.0 == 1);
+                        while !(gated && open.load(SeqCst)) {
+                            support::sleep(Duration::from_micros(200)).await;
+                        }
+                        trip.into_iter()
+                            .map(|(_, inputs)| Ok::<_, String>(inputs))
+                            .collect::<Vec<_>>()
+                    }
+                }
+            })
+            .unwrap()
+    };
+    let wait_for = |what: &str, reached: &dyn Fn(&ferry::ShardStats) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !reached(&engine.stats().shards[0]) {
+            assert!(Instant::now() < deadline, "waited for {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let first = engine.submit(ExplosiveEq(1), 100);
+    wait_for("the first trip", &|s| s.trips == 1);
+    let mates: Vec<_> = [(20, 1), (21, 2), (13, 3)]
+        .into_iter()
+        .map(|(key, input)| engine.submit(ExplosiveEq(key), input))
+        .collect();
+    wait_for("three keys waiting", &|s| s.waiting == 3);
+    open.store(true, SeqCst);
+    assert_eq!(futures::executor::block_on(first), Ok(100));
+    wait_for("the trip of keys 20, 21 and 13", &|s| {
+        s.trips == 2 && s.in_flight == 1 && s.waiting == 0
+    });
+    // Key 13's lane is busy in that trip: this input is compared with it.
+    assert_eq!(
+        engine.submit_blocking(ExplosiveEq(13), 4),
+        Err(FerryError::Refused {
+            input: 4,
+            reason: ferry::Refused::Closed
+        }),
+        "the input whose admission panicked, handed back"
+    );
+    assert_eq!(
+        futures::executor::block_on(join_all(mates)),
+        vec![Err(FerryError::Aborted); 3],
+        "every batch of the trip in flight"
+    );
+    // (The shard counts itself stopped once it has unwound, which may be
+    // just after its callers heard.)
+    wait_for("the shard counted stopped", &|s| s.stopped == 1);
     engine.close();
     engine.join();
 }

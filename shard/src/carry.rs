@@ -16,7 +16,9 @@
 use std::future::Future;
 
 use crate::batch_fn::BatchFn;
-use crate::core::{BatchOutcome, Ended, Reply, ShardCore, TripLimits, TripOutcome, Waiter};
+use crate::core::{
+    BatchOutcome, Ended, Reply, ShardCore, TripHeld, TripLimits, TripOutcome, Waiter,
+};
 use crate::nanos::Nanos;
 use crate::queue::Queue;
 use crate::trace;
@@ -169,7 +171,7 @@ where
     T: TripFn<Q::Key, I, O, E>,
 {
     type Load = Vec<(Q::Key, Vec<I>)>;
-    type Held = Vec<(Q::Ticket, Vec<Reply<I, O, E>>)>;
+    type Held = TripHeld<Q::Ticket, I, O, E>;
     type Output = Vec<Result<Vec<O>, E>>;
     type Future = T::Future;
 

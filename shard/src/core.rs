@@ -183,7 +183,11 @@ pub struct TripLimits {
 /// A trip taken from the queue: the keys' batches for the trip function,
 /// in the order taken (first come, first served), and what the loop keeps
 /// to release and answer them.
-pub type TripDispatch<T, K, I, O, E> = (Vec<(K, Vec<I>)>, Vec<(T, Vec<Reply<I, O, E>>)>);
+pub type TripDispatch<T, K, I, O, E> = (Vec<(K, Vec<I>)>, TripHeld<T, I, O, E>);
+
+/// What the loop keeps of a trip in flight: each batch's ticket and its
+/// callers, in the trip's order.
+pub type TripHeld<T, I, O, E> = Vec<(T, Vec<Reply<I, O, E>>)>;
 
 /// The trip a core of queue `Q` dispatches.
 pub type TripDispatchOf<Q, I, O, E> = TripDispatch<
@@ -438,7 +442,9 @@ where
     ///
     /// A batch that would push the trip's weight past `limits.max_weight`
     /// stays at the front of the ready line for the next trip (a trip's
-    /// first batch always goes).
+    /// first batch always goes). A batch is weighed as it is taken, before
+    /// `withdraw_on_drop` removes the inputs of callers already gone, so
+    /// the bound holds for what is sent with room to spare.
     pub fn dispatch_trip(
         &mut self,
         now: impl Into<Nanos>,
@@ -508,11 +514,7 @@ where
     /// `WrongOutputCount { expected: batches, got: results }`; one that
     /// panicked fails every batch `Panicked`. A batch whose own result has
     /// the wrong number of outputs fails alone (G10).
-    pub fn answer_trip(
-        &mut self,
-        held: Vec<(Q::Ticket, Vec<Reply<I, O, E>>)>,
-        outcome: TripOutcome<O, E>,
-    ) {
+    pub fn answer_trip(&mut self, held: TripHeld<Q::Ticket, I, O, E>, outcome: TripOutcome<O, E>) {
         match outcome {
             Ended::Returned(results) if results.len() == held.len() => {
                 for ((_, replies), result) in held.into_iter().zip(results) {

@@ -106,7 +106,7 @@ pub mod parts {
     pub use crate::carry::{Carry, PerBatch, PerTrip};
     pub use crate::core::{
         BatchOutcome, Bundled, Dispatch, DispatchOf, Ended, FlushReply, Offer, Reply, ShardCore,
-        Submission, TripDispatch, TripDispatchOf, TripLimits, TripOutcome, Waiter,
+        Submission, TripDispatch, TripDispatchOf, TripHeld, TripLimits, TripOutcome, Waiter,
     };
     pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
     pub use crate::flush::Generations;

@@ -9,6 +9,14 @@
 //! time, take, complete, close, next-deadline, expire and withdraw on both,
 //! and compares every observable after every step; at the end every
 //! admitted input has left exactly once, by a batch, expiry or withdrawal.
+//!
+//! Trips are driven as the shard's core takes them: several takes at the
+//! same `now`, up to a number of batches, each looked at first with
+//! `next_weight` and taken only while the trip's weight stays within a
+//! bound (its first batch always goes). The model's trip is its own takes
+//! in a row, so a trip must hold the same batches in the same (first come,
+//! first served) order, no lane twice, and every lane of a trip stays busy
+//! until it is completed, alone or with the rest of its trip.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -268,18 +276,9 @@ impl Model {
         }
     }
 
-    fn take(&mut self) -> Option<Taken> {
-        self.promote_due();
-        // Lanes emptied while in line leave it as the take reaches them.
-        let key = loop {
-            if self.ready_line.is_empty() {
-                return None;
-            }
-            let key = self.ready_line.remove(0);
-            if self.holds_inputs(key) {
-                break key;
-            }
-        };
+    /// The key's next batch: its first inputs in lane order, as many as fit
+    /// the batch bounds (at least one), and their weight.
+    fn batch_of(&self, key: u32) -> (Vec<u64>, u64) {
         let mut ids = Vec::new();
         let mut weight = 0;
         for input in self.inputs_of(key) {
@@ -290,6 +289,32 @@ impl Model {
             ids.push(input.id);
             weight += input.weight;
         }
+        (ids, weight)
+    }
+
+    /// The front of the ready line, due lanes promoted first; lanes emptied
+    /// while in line leave it as a take (or a look) reaches them.
+    fn front(&mut self) -> Option<u32> {
+        self.promote_due();
+        while let Some(&key) = self.ready_line.first() {
+            if self.holds_inputs(key) {
+                return Some(key);
+            }
+            self.ready_line.remove(0);
+        }
+        None
+    }
+
+    /// The weight of the batch `take` would take now, taking nothing.
+    fn next_weight(&mut self) -> Option<u64> {
+        let key = self.front()?;
+        Some(self.batch_of(key).1)
+    }
+
+    fn take(&mut self) -> Option<Taken> {
+        let key = self.front()?;
+        self.ready_line.remove(0);
+        let (ids, weight) = self.batch_of(key);
         self.waiting.retain(|e| !ids.contains(&e.id));
         self.busy.push(key);
         Some(Taken { key, ids, weight })
@@ -447,6 +472,140 @@ fn take_part(
     }
 }
 
+/// `take` on both: the same batch (key, inputs in order, weight), or none
+/// on both. The batch's lane id, and the batch.
+fn take_both(
+    lanes: &mut Lanes<u32, u64>,
+    model: &mut Model,
+    step: usize,
+) -> Result<Option<(LaneId, Taken)>, TestCaseError> {
+    let got = lanes.take(at(model.now));
+    let want = model.take();
+    match (got, want) {
+        (None, None) => Ok(None),
+        (Some(batch), Some(want)) => {
+            let got = Taken {
+                key: batch.key,
+                ids: batch.items,
+                weight: batch.weight,
+            };
+            prop_assert_eq!(&got, &want, "step {}: take", step);
+            Ok(Some((batch.lane, got)))
+        }
+        (got, want) => {
+            let got = got.map(|b| (b.key, b.items));
+            Err(TestCaseError::fail(format!(
+                "step {step}: take gave {got:?}, the model {want:?}"
+            )))
+        }
+    }
+}
+
+/// A trip as the shard's core takes one: at one `now`, while fewer than
+/// `max_batches` batches are taken, the next batch's weight is looked at
+/// with `next_weight` (which must be the model's), and the batch is taken
+/// unless, past the first, it would take the trip's weight past
+/// `max_weight`. Every take must be the model's next take, so the trip
+/// holds the model's batches in first come, first served order; no key is
+/// in it twice. The trip's keys, in order.
+fn take_trip(
+    lanes: &mut Lanes<u32, u64>,
+    model: &mut Model,
+    (max_batches, max_weight): (usize, u64),
+    step: usize,
+    lane_ids: &mut Vec<(u32, LaneId)>,
+    left: &mut Vec<u64>,
+    reached: &mut Reached,
+) -> Result<Vec<u32>, TestCaseError> {
+    let now = at(model.now);
+    let mut keys: Vec<u32> = Vec::new();
+    let mut weight = 0_u64;
+    let mut stopped_by_weight = false;
+    while keys.len() < max_batches {
+        let got = lanes.next_weight(now);
+        prop_assert_eq!(
+            got,
+            model.next_weight(),
+            "step {}: next_weight in a trip",
+            step
+        );
+        let Some(next) = got else {
+            break;
+        };
+        if !keys.is_empty() && weight.saturating_add(next) > max_weight {
+            stopped_by_weight = true;
+            break;
+        }
+        if keys.is_empty() && next > max_weight {
+            reached.trip_heavy_first += 1;
+        }
+        weight = weight.saturating_add(next);
+        let Some((lane, batch)) = take_both(lanes, model, step)? else {
+            return Err(TestCaseError::fail(format!(
+                "step {step}: next_weight saw a batch of weight {next}, take none"
+            )));
+        };
+        prop_assert_eq!(
+            batch.weight,
+            next,
+            "step {}: the batch taken weighs what next_weight said",
+            step
+        );
+        prop_assert!(
+            !keys.contains(&batch.key),
+            "step {}: key {} twice in one trip {:?}",
+            step,
+            batch.key,
+            keys
+        );
+        hand_out(lane_ids, batch.key, lane, step)?;
+        left.extend(batch.ids);
+        keys.push(batch.key);
+    }
+    prop_assert!(keys.len() <= max_batches);
+    prop_assert!(
+        keys.len() <= 1 || weight <= max_weight,
+        "step {}: a trip of {} batches weighs {} past {}",
+        step,
+        keys.len(),
+        weight,
+        max_weight
+    );
+    if keys.len() > 1 {
+        reached.trips_of_several += 1;
+    }
+    if stopped_by_weight {
+        reached.trips_stopped_by_weight += 1;
+        // The batch that did not fit is still at the front: the next take
+        // (a trip's first) gets it, checked against the model then.
+        prop_assert!(
+            lanes.has_ready(),
+            "step {}: the batch left behind is gone",
+            step
+        );
+    }
+    if keys.len() == max_batches && max_batches > 1 && lanes.has_ready() {
+        reached.trips_stopped_by_count += 1;
+    }
+    Ok(keys)
+}
+
+/// Completes `key`'s busy lane on both, with the lane id `take` gave it.
+fn complete_key(
+    lanes: &mut Lanes<u32, u64>,
+    model: &mut Model,
+    lane_ids: &mut Vec<(u32, LaneId)>,
+    key: u32,
+) {
+    let at_index = lane_ids
+        .iter()
+        .position(|&(k, _)| k == key)
+        .expect("busy key has a lane id");
+    let (_, lane) = lane_ids.remove(at_index);
+    lanes.complete(lane, at(model.now));
+    model.complete(key);
+}
+
 // ---------------------------------------------------------------------------
 // The operations and the harness.
 // ---------------------------------------------------------------------------
@@ -464,6 +623,19 @@ enum Op {
     TakePart(usize),
     /// Completes the busy lane at this index (modulo their number), if any.
     Complete(usize),
+    /// A trip: takes at the same `now` while fewer than `max_batches` are
+    /// taken and, past the first, the next batch (by `next_weight`) keeps
+    /// the trip's weight within `max_weight`.
+    Trip {
+        max_batches: usize,
+        max_weight: u64,
+    },
+    /// Completes every lane still busy of the trip at this index (modulo
+    /// the open trips), in trip order, at the same `now`, as a trip's
+    /// release does.
+    CompleteTrip(usize),
+    /// `next_weight` alone: it takes nothing.
+    NextWeight,
     Close,
     NextDeadline,
     /// `expire_with` at the current time.
@@ -530,6 +702,10 @@ fn op(keys: u32, ranks: i64) -> impl Strategy<Value = Op> {
         120 => Just(Op::Take),
         40 => (0..3_usize).prop_map(Op::TakePart),
         100 => (0..4_usize).prop_map(Op::Complete),
+        50 => (1..=4_usize, prop_oneof![Just(u64::MAX), 1..=6_u64])
+            .prop_map(|(max_batches, max_weight)| Op::Trip { max_batches, max_weight }),
+        30 => (0..3_usize).prop_map(Op::CompleteTrip),
+        15 => Just(Op::NextWeight),
         20 => Just(Op::NextDeadline),
         40 => Just(Op::Expire),
         40 => (
@@ -718,6 +894,9 @@ fn check_gauges(lanes: &Lanes<u32, u64>, model: &Model, keys: u32) -> Result<(),
 }
 
 fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
+    // The trips taken whose lanes are not all completed yet: their keys
+    // still busy, in trip order.
+    let mut trips: Vec<Vec<u32>> = Vec::new();
     let mut lanes: Lanes<u32, u64> = Lanes::new(case.bounds.to_config());
     let mut model = Model::new(case.bounds);
     // The lane id of each busy key, as `take` handed it out.
@@ -750,31 +929,40 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
             }
             Op::Advance(ticks) => model.now += ticks,
             Op::Take => {
-                let got = lanes.take(now);
-                let want = model.take();
-                match (got, want) {
-                    (None, None) => {}
-                    (Some(batch), Some(want)) => {
-                        let got = Taken {
-                            key: batch.key,
-                            ids: batch.items,
-                            weight: batch.weight,
-                        };
-                        prop_assert_eq!(&got, &want, "step {}: take", step);
-                        hand_out(&mut lane_ids, batch.key, batch.lane, step)?;
-                        left.extend(got.ids);
-                    }
-                    (got, want) => {
-                        let got = got.map(|b| (b.key, b.items));
-                        prop_assert!(
-                            false,
-                            "step {}: take gave {:?}, the model {:?}",
-                            step,
-                            got,
-                            want
-                        );
+                if let Some((lane, batch)) = take_both(&mut lanes, &mut model, step)? {
+                    hand_out(&mut lane_ids, batch.key, lane, step)?;
+                    left.extend(batch.ids);
+                }
+            }
+            Op::Trip {
+                max_batches,
+                max_weight,
+            } => {
+                let keys = take_trip(
+                    &mut lanes,
+                    &mut model,
+                    (max_batches, max_weight),
+                    step,
+                    &mut lane_ids,
+                    &mut left,
+                    reached,
+                )?;
+                if !keys.is_empty() {
+                    trips.push(keys);
+                }
+            }
+            Op::CompleteTrip(index) => {
+                if !trips.is_empty() {
+                    let keys = trips.remove(index % trips.len());
+                    reached.trips_completed_whole += u64::from(keys.len() > 1);
+                    for key in keys {
+                        complete_key(&mut lanes, &mut model, &mut lane_ids, key);
                     }
                 }
+            }
+            Op::NextWeight => {
+                let got = lanes.next_weight(now);
+                prop_assert_eq!(got, model.next_weight(), "step {}: next_weight", step);
             }
             Op::TakePart(keep) => {
                 if let Some(part) = take_part(&mut lanes, &mut model, keep, step)? {
@@ -785,13 +973,13 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
             Op::Complete(index) => {
                 if !model.busy.is_empty() {
                     let key = model.busy[index % model.busy.len()];
-                    let at_index = lane_ids
-                        .iter()
-                        .position(|&(k, _)| k == key)
-                        .expect("busy key has a lane id");
-                    let (_, lane) = lane_ids.remove(at_index);
-                    lanes.complete(lane, now);
-                    model.complete(key);
+                    complete_key(&mut lanes, &mut model, &mut lane_ids, key);
+                    // A lane of a trip may complete alone: the trip's other
+                    // lanes stay busy.
+                    for trip in &mut trips {
+                        trip.retain(|&k| k != key);
+                    }
+                    trips.retain(|trip| !trip.is_empty());
                 }
             }
             Op::Close => {
@@ -834,12 +1022,23 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
         }
         tally(reached, op, &before, &model, &mut emptied);
         check_gauges(&lanes, &model, case.keys)?;
+        // Every lane of a trip is busy until it is completed.
+        for key in trips.iter().flatten() {
+            prop_assert_eq!(
+                lanes.lane_state(key),
+                Some(LaneState::Busy),
+                "step {}: key {} of a trip in flight",
+                step,
+                key
+            );
+        }
         if case.probe_deadline_every_step {
             check_next_deadline(&mut lanes, &model, case.ranks)?;
         }
     }
 
     // Closing and draining answers everything: nothing admitted is lost.
+    trips.clear();
     lanes.close();
     model.close();
     loop {
@@ -890,6 +1089,17 @@ struct Reached {
     /// A key admitted up to its bound while it had a batch in flight: its
     /// inputs in flight do not count.
     filled_to_bound_while_busy: u64,
+    /// Trips of more than one batch.
+    trips_of_several: u64,
+    /// Trips ended by a batch that did not fit their weight (left at the
+    /// front of the line).
+    trips_stopped_by_weight: u64,
+    /// Trips of their most batches with a lane still ready.
+    trips_stopped_by_count: u64,
+    /// Trips whose first batch alone weighed more than their bound.
+    trip_heavy_first: u64,
+    /// Trips of several lanes completed together.
+    trips_completed_whole: u64,
 }
 
 /// Keys that left the ready line without being taken (emptied).
@@ -973,6 +1183,17 @@ fn lanes_match_the_model_step_by_step() {
             "keys admitted again after their lane was emptied in line",
             reached.refilled_after_emptied,
         ),
+        ("trips of several batches", reached.trips_of_several),
+        (
+            "trips ended by their weight",
+            reached.trips_stopped_by_weight,
+        ),
+        ("trips ended by their count", reached.trips_stopped_by_count),
+        (
+            "trips with a first batch past their weight",
+            reached.trip_heavy_first,
+        ),
+        ("trips completed whole", reached.trips_completed_whole),
     ];
     for (what, count) in counts {
         assert!(count > 0, "no case reached {what}: {reached:?}");

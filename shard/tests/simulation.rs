@@ -53,6 +53,21 @@
 //!   withdrawn + open (waiting or in flight), and the shard's counters say
 //!   the same; each key's lane state is the reference's.
 //!
+//! Every seed is also played with trips (the `_with_trips` tests): each
+//! slot is filled by `dispatch_trip` with up to the seed's bound of ready
+//! lanes' batches, and emptied by `release_trip` then `answer_trip`. The
+//! same scenario (one or two slots), the same checks batch by batch, and
+//! besides: a trip holds no key twice, takes one slot (trips in flight
+//! never exceed the slots), carries at most its bound of batches and, past
+//! its first batch, of weight, and leaves no lane ready that it could have
+//! carried (a trip that stops short stops at a batch that would take it
+//! past its weight, as the core weighs its takes: before the inputs of gone
+//! callers are withdrawn from them). A trip returns one result per batch,
+//! each as its own plan says, or panics, or returns the wrong number of
+//! results (failing every batch of it), or hangs until close, which then
+//! races the trips in flight; `close_while_a_trip_is_in_flight_…` plays
+//! that race step by step.
+//!
 //! `cargo test` plays seeds `0..1000`. More (or other) seeds:
 //!
 //! ```text
@@ -68,8 +83,8 @@ mod sim;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferry_shard::parts::{
-    answer_cell, BatchOutcome, LaneId, LaneState, Lanes, Offer, Receiver, ShardCore, Submission,
-    Waiter,
+    answer_cell, BatchOutcome, Ended, LaneId, LaneState, Lanes, Offer, Receiver, ShardCore,
+    Submission, TripLimits, TripOutcome, Waiter,
 };
 use ferry_shard::{key_hash, FerryError, Refused};
 
@@ -77,7 +92,7 @@ use sim::answer::{try_answer, Caller, Dropped};
 use sim::flushes::Flushes;
 use sim::reference::{Reference, NOTICE_SCAN};
 use sim::rng::Rng;
-use sim::scenario::{at, Input, Plan, Scenario};
+use sim::scenario::{at, trip_limits, Input, Plan, Scenario, TripPlan};
 use sim::seeds::{self, Tally};
 
 /// Events one seed may take before the run counts as stuck.
@@ -92,17 +107,87 @@ type Core = ShardCore<Lanes<u32, Waiter<Input, Output, BatchError>>, Input, Outp
 type Reply = ferry_shard::parts::Reply<Input, Output, BatchError>;
 type Answer = Caller<Input, Output, BatchError>;
 
-/// A batch the simulated batch function is working on.
-struct Running {
+/// How the core fills a slot: with one batch (`dispatch`, then `complete`
+/// or `release` and `answer`), or with a trip of up to `max_batches`
+/// ready lanes' batches (`dispatch_trip`, then `release_trip` and
+/// `answer_trip`).
+#[derive(Clone, Copy, Debug)]
+enum Carrying {
+    Batches,
+    Trips(TripLimits),
+}
+
+/// One batch taken out of the core: its lane, key, inputs and replies.
+struct Taken {
     lane: LaneId,
     key: u32,
+    inputs: Vec<Input>,
+    replies: Vec<Reply>,
+}
+
+/// One batch of a load in flight.
+struct Carried {
+    lane: LaneId,
+    key: u32,
+    /// The batch's number: a failed batch's error, so that a caller can
+    /// tell whose failure it was given (G10).
     batch: u64,
     inputs: Vec<Input>,
     replies: Vec<Reply>,
-    plan: Plan,
+}
+
+/// What one slot holds while the simulated user function works on it: a
+/// batch, or a trip of batches.
+struct Running {
+    batches: Vec<Carried>,
+    /// The trip's number, with trips.
+    trip: Option<u64>,
+    plan: TripPlan,
     latency: u64,
     /// `None` while it hangs until close.
     finish: Option<u64>,
+}
+
+/// What a caller of a batch must be told, by how its load ended.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    Output,
+    Failed(u64),
+    Panicked,
+    WrongCount { expected: usize, got: usize },
+}
+
+impl Running {
+    /// What each caller of the `index`th batch must be told.
+    fn expect(&self, index: usize) -> Expect {
+        let batch = &self.batches[index];
+        match &self.plan {
+            TripPlan::Panic => Expect::Panicked,
+            TripPlan::WrongResults(got) => Expect::WrongCount {
+                expected: self.batches.len(),
+                got: *got,
+            },
+            TripPlan::Results(plans) => match plans[index] {
+                Plan::Ok | Plan::HangUntilClose => Expect::Output,
+                Plan::Fail => Expect::Failed(batch.batch),
+                Plan::WrongCount(got) => Expect::WrongCount {
+                    expected: batch.inputs.len(),
+                    got,
+                },
+                Plan::Panic => Expect::Panicked,
+            },
+        }
+    }
+}
+
+/// What the user's function returns for `batch`, planned `plan`.
+fn result_of(plan: Plan, batch: &Carried) -> Result<Vec<Output>, BatchError> {
+    match plan {
+        Plan::Ok | Plan::HangUntilClose => Ok(batch.inputs.iter().map(Input::output).collect()),
+        Plan::Fail => Err(batch.batch),
+        Plan::WrongCount(got) => Ok((0..got as u64).collect()),
+        Plan::Panic => unreachable!("a panic is the whole load's"),
+    }
 }
 
 /// What happened in one run, summed over seeds to show the simulation
@@ -151,6 +236,24 @@ struct Summary {
     flushes_told: u64,
     /// Of those, flushes that had inputs to wait for.
     flushes_told_after_waiting: u64,
+    /// With trips: trips taken, and of those with more than one batch.
+    trips: u64,
+    trips_of_several: u64,
+    /// Trips of their most batches while another lane was still ready.
+    trips_full: u64,
+    /// Trips that left a ready lane behind because its batch did not fit
+    /// their weight.
+    trips_stopped_by_weight: u64,
+    /// Trips whose first batch alone weighed more than their bound.
+    trips_heavy_first: u64,
+    /// Trips that withdrew inputs of gone callers as they were taken.
+    trips_with_withdrawals: u64,
+    /// Trips that returned the wrong number of results.
+    trips_wrong_results: u64,
+    /// Trips that panicked, of several batches.
+    trips_panicked_with_mates: u64,
+    /// Trips of several batches in flight when the shard was closed.
+    trips_in_flight_at_close: u64,
 }
 
 impl Tally for Summary {
@@ -184,6 +287,15 @@ impl Tally for Summary {
         self.flushes += other.flushes;
         self.flushes_told += other.flushes_told;
         self.flushes_told_after_waiting += other.flushes_told_after_waiting;
+        self.trips += other.trips;
+        self.trips_of_several += other.trips_of_several;
+        self.trips_full += other.trips_full;
+        self.trips_stopped_by_weight += other.trips_stopped_by_weight;
+        self.trips_heavy_first += other.trips_heavy_first;
+        self.trips_with_withdrawals += other.trips_with_withdrawals;
+        self.trips_wrong_results += other.trips_wrong_results;
+        self.trips_panicked_with_mates += other.trips_panicked_with_mates;
+        self.trips_in_flight_at_close += other.trips_in_flight_at_close;
     }
 }
 
@@ -209,7 +321,10 @@ struct Sim {
     closed: bool,
     close_tick: Option<u64>,
     running: Vec<Running>,
+    carrying: Carrying,
     batch_next: u64,
+    /// Trips taken so far (the next one's number).
+    trip_next: u64,
     /// Callers of admitted, unanswered inputs that still wait, by input id.
     callers: BTreeMap<u64, Answer>,
     /// Admitted inputs not resolved yet (waiting or in flight).
@@ -258,10 +373,26 @@ macro_rules! ensure {
 }
 
 impl Sim {
-    fn new(seed: u64, strict_fairness: bool, trace: bool) -> Self {
+    fn new(seed: u64, mode: Mode) -> Self {
+        let Mode {
+            strict_fairness,
+            trace,
+            trips,
+        } = mode;
         let mut rng = Rng::new(seed);
         let mut extra = Rng::new(seed ^ 0x0ee1_0ad5_eed5_0f7e);
-        let scenario = Scenario::generate(&mut rng, &mut extra);
+        let mut scenario = Scenario::generate(&mut rng, &mut extra);
+        // The trip bounds come from a generator of their own: a seed plays
+        // the same inputs either way. With trips, one or two slots, so that
+        // lanes become ready while every slot is busy, and trips gather
+        // them.
+        let carrying = if trips {
+            let mut trip_rng = Rng::new(seed ^ 0x7219_0b0a_7ed5_11a5);
+            scenario.slots = 1 + trip_rng.below(2);
+            Carrying::Trips(trip_limits(&mut trip_rng))
+        } else {
+            Carrying::Batches
+        };
         let reference = Reference::new(&scenario);
         let core = Core::new(scenario.config.clone(), scenario.slots);
         Self {
@@ -274,7 +405,9 @@ impl Sim {
             arrival_next: 0,
             closed: false,
             running: Vec::new(),
+            carrying,
             batch_next: 0,
+            trip_next: 0,
             callers: BTreeMap::new(),
             open: BTreeSet::new(),
             answered: BTreeSet::new(),
@@ -298,8 +431,9 @@ impl Sim {
     fn run(mut self) -> Result<Summary, String> {
         if self.trace {
             eprintln!(
-                "scenario: {:?}, delay {} ticks, {} slots, {} keys, {} inputs, close at {:?}, {:?}",
+                "scenario: {:?}, {:?}, delay {} ticks, {} slots, {} keys, {} inputs, close at {:?}, {:?}",
                 self.scenario.config,
+                self.carrying,
                 self.scenario.delay_ticks,
                 self.scenario.slots,
                 self.scenario.keys,
@@ -648,7 +782,47 @@ impl Sim {
         }
     }
 
-    /// Asks the core for a batch; `false` if it had none to give.
+    /// Takes the next load out of the core: a batch, or with trips a trip
+    /// of batches (each as the core hands it out, in trip order).
+    fn take_load(&mut self) -> Result<Option<Vec<Taken>>, String> {
+        let now = at(self.now);
+        match self.carrying {
+            Carrying::Batches => Ok(self.core.dispatch(now).map(|dispatch| {
+                vec![Taken {
+                    lane: dispatch.ticket,
+                    key: dispatch.key,
+                    inputs: dispatch.inputs,
+                    replies: dispatch.replies,
+                }]
+            })),
+            Carrying::Trips(limits) => {
+                let Some((batches, held)) = self.core.dispatch_trip(now, limits) else {
+                    return Ok(None);
+                };
+                ensure!(
+                    !batches.is_empty() && batches.len() == held.len(),
+                    "a trip of {} batches with {} held",
+                    batches.len(),
+                    held.len()
+                );
+                Ok(Some(
+                    batches
+                        .into_iter()
+                        .zip(held)
+                        .map(|((key, inputs), (lane, replies))| Taken {
+                            lane,
+                            key,
+                            inputs,
+                            replies,
+                        })
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    /// Asks the core for a load (a batch, or a trip of batches in one
+    /// slot); `false` if it had none to give.
     fn dispatch(&mut self) -> Result<bool, String> {
         let slot_free = self.reference.in_flight < self.reference.slots;
         if slot_free {
@@ -667,10 +841,10 @@ impl Sim {
         };
         let ready_before = self.reference.ready();
         let withdrawn_before = self.core.stats().withdrawn;
-        let dispatch = self.core.dispatch(at(self.now));
+        let load = self.take_load()?;
 
         // The inputs the shard let go of in this step are exactly the ones
-        // the take withdrew: nobody else holds them any more.
+        // the takes withdrew: nobody else holds them any more.
         let mut withdrawn_by_key: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
         for &id in &withdrawable {
             let input = &self.scenario.arrivals[id as usize].input;
@@ -686,32 +860,120 @@ impl Sim {
              the shard counts {counted} withdrawn"
         );
         ensure!(
-            slot_free || (dispatch.is_none() && withdrawn_now == 0),
+            slot_free || (load.is_none() && withdrawn_now == 0),
             "slots: the shard took from its lanes with every slot busy"
         );
-        let sent_key = dispatch.as_ref().map(|d| d.key);
-        let taken: BTreeSet<u32> = withdrawn_by_key.keys().copied().chain(sent_key).collect();
+        let sent_keys: Vec<u32> = load.iter().flatten().map(|taken| taken.key).collect();
+        let taken: BTreeSet<u32> = withdrawn_by_key.keys().chain(&sent_keys).copied().collect();
+        // What the takes weighed as the core weighs a trip's batches: each
+        // before the inputs of gone callers in it are withdrawn, batches
+        // withdrawn whole included.
+        let mut weight_taken = 0_u64;
         for (&key, ids) in &mut withdrawn_by_key {
-            self.withdraw_whole_batches(key, ids, &ready_before, &taken)?;
+            weight_taken += self.withdraw_whole_batches(key, ids, &ready_before, &taken)?;
             ensure!(
-                ids.is_empty() || sent_key == Some(key),
+                ids.is_empty() || sent_keys.contains(&key),
                 "withdraw_on_drop: key {key}'s inputs {ids:?} withdrawn at a take, \
                  but they are not a batch of its lane"
             );
         }
-        let Some(dispatch) = dispatch else {
+        let Some(load) = load else {
             return Ok(false);
         };
-        let key = dispatch.key;
-        let ids: Vec<u64> = dispatch.inputs.iter().map(|i| i.id).collect();
+        ensure!(
+            self.reference.in_flight < self.reference.slots,
+            "slots: a load started with {} of {} slots busy",
+            self.reference.in_flight,
+            self.reference.slots
+        );
+        // G1 within a trip: a key is in it once at most.
+        let distinct: BTreeSet<u32> = sent_keys.iter().copied().collect();
+        ensure!(
+            distinct.len() == sent_keys.len(),
+            "G1: a key twice in one trip: {sent_keys:?}"
+        );
+        let trip = match self.carrying {
+            Carrying::Batches => None,
+            Carrying::Trips(_) => {
+                self.trip_next += 1;
+                Some(self.trip_next - 1)
+            }
+        };
+        if let Some(trip) = trip {
+            trace!(self, "trip {trip}: keys {sent_keys:?}");
+        }
+        let mut batches = Vec::with_capacity(load.len());
+        let (mut weight_sent, mut weight_first) = (0_u64, None);
+        for taken in load {
+            let (batch, weighed) = self.check_batch(taken, &withdrawable, &mut withdrawn_by_key)?;
+            weight_taken += weighed;
+            weight_first.get_or_insert(weighed);
+            weight_sent += batch
+                .inputs
+                .iter()
+                .map(|i| self.scenario.arrivals[i.id as usize].weight)
+                .sum::<u64>();
+            batches.push(batch);
+        }
+        self.reference.occupy_slot();
+        if let Carrying::Trips(limits) = self.carrying {
+            self.check_trip_bounds(limits, batches.len(), weight_sent, weight_taken)?;
+            self.summary.trips += 1;
+            self.summary.trips_of_several += u64::from(batches.len() > 1);
+            self.summary.trips_heavy_first +=
+                u64::from(weight_first.is_some_and(|w| w > limits.max_weight));
+            self.summary.trips_with_withdrawals += u64::from(withdrawn_now > 0);
+        }
+
+        let lens: Vec<usize> = batches.iter().map(|b| b.inputs.len()).collect();
+        let (plan, hangs) = match self.carrying {
+            Carrying::Batches => TripPlan::of_batch(Plan::draw(&mut self.rng, lens[0])),
+            Carrying::Trips(_) => TripPlan::draw(&mut self.rng, &lens),
+        };
+        let latency = self.rng.range(0, self.scenario.latency_max);
+        let finish = if hangs && !self.closed {
+            None
+        } else {
+            Some(self.now + latency)
+        };
+        trace!(
+            self,
+            "{} of keys {sent_keys:?} will end {plan:?}{} at {finish:?}",
+            trip.map_or_else(|| "the batch".to_string(), |t| format!("trip {t}")),
+            if hangs { " (hanging until close)" } else { "" }
+        );
+        self.summary.batches += lens.len() as u64;
+        self.summary.hung_until_close += u64::from(hangs);
+        self.running.push(Running {
+            batches,
+            trip,
+            plan,
+            latency,
+            finish,
+        });
+        Ok(true)
+    }
+
+    /// Checks one batch taken out of the core (alone, or as one of a
+    /// trip's) against the reference, and records it there: its lane is
+    /// busy. The batch, and what it weighed when taken (with the inputs of
+    /// gone callers the take withdrew).
+    fn check_batch(
+        &mut self,
+        taken: Taken,
+        withdrawable: &[u64],
+        withdrawn_by_key: &mut BTreeMap<u32, BTreeSet<u64>>,
+    ) -> Result<(Carried, u64), String> {
+        let key = taken.key;
+        let ids: Vec<u64> = taken.inputs.iter().map(|i| i.id).collect();
         trace!(self, "dispatch key {key}: {ids:?}");
         ensure!(
-            !ids.is_empty() && dispatch.replies.len() == ids.len(),
+            !ids.is_empty() && taken.replies.len() == ids.len(),
             "a batch of {} inputs with {} replies",
             ids.len(),
-            dispatch.replies.len()
+            taken.replies.len()
         );
-        for input in &dispatch.inputs {
+        for input in &taken.inputs {
             ensure!(
                 input.key == key,
                 "G3: input {} of key {} in a batch of key {key}",
@@ -730,12 +992,6 @@ impl Sim {
                 input.id
             );
         }
-        ensure!(
-            self.reference.in_flight < self.reference.slots,
-            "slots: a batch started with {} of {} slots busy",
-            self.reference.in_flight,
-            self.reference.slots
-        );
         let lane = self
             .reference
             .lanes
@@ -755,6 +1011,7 @@ impl Sim {
         // lane that became due while every slot was busy may join the line
         // any time until a slot is next looked for, so otherwise only a lane
         // surely in line before this one became ready must not be overtaken.
+        // (In a trip, the lanes taken before this one are busy by now.)
         let ready = self.reference.ready();
         let &(_, since, _) = ready
             .iter()
@@ -779,6 +1036,7 @@ impl Sim {
         // G2: exactly the lowest (rank, admission) inputs waiting, less those
         // whose callers are gone, withdrawn in the same step.
         let batch = self.reference.expected_batch(key);
+        let weighed = self.reference.weight_of(key, &batch);
         let withdrawn: Vec<u64> = withdrawn_by_key
             .remove(&key)
             .unwrap_or_default()
@@ -802,7 +1060,7 @@ impl Sim {
         self.resolve_withdrawn(&withdrawn);
         self.summary.withdrawn_at_take += withdrawn.len() as u64;
         self.reference.dispatch(key, &ids);
-        let rank_max = dispatch
+        let rank_max = taken
             .inputs
             .iter()
             .map(|i| self.scenario.arrivals[i.id as usize].rank)
@@ -811,30 +1069,86 @@ impl Sim {
         let sent_max = self.rank_sent_max.entry(key).or_insert(i64::MIN);
         *sent_max = (*sent_max).max(rank_max);
 
-        let batch = self.batch_next;
+        let number = self.batch_next;
         self.batch_next += 1;
-        let plan = Plan::draw(&mut self.rng, ids.len());
-        let latency = self.rng.range(0, self.scenario.latency_max);
-        let finish = match plan {
-            Plan::HangUntilClose if !self.closed => None,
-            _ => Some(self.now + latency),
-        };
-        trace!(
-            self,
-            "batch {batch} of key {key} will end {plan:?} at {finish:?}"
-        );
-        self.running.push(Running {
-            lane: dispatch.ticket,
+        let carried = Carried {
+            lane: taken.lane,
             key,
-            batch,
-            inputs: dispatch.inputs,
-            replies: dispatch.replies,
-            plan,
-            latency,
-            finish,
-        });
-        self.summary.batches += 1;
-        Ok(true)
+            batch: number,
+            inputs: taken.inputs,
+            replies: taken.replies,
+        };
+        Ok((carried, weighed))
+    }
+
+    /// A trip of `batches` batches just taken, weighing `weight_sent` as
+    /// sent and `weight_taken` as the core weighed its takes: within its
+    /// bounds (a first batch always goes, whatever it weighs), and as full
+    /// as they allow. A trip of fewer than its most batches that left a
+    /// lane ready did so because the batch at the front of the line would
+    /// have taken it past its weight: some lane that may be at the front
+    /// (none surely in line before it) does not fit.
+    fn check_trip_bounds(
+        &mut self,
+        limits: TripLimits,
+        batches: usize,
+        weight_sent: u64,
+        weight_taken: u64,
+    ) -> Result<(), String> {
+        ensure!(
+            batches <= limits.max_batches,
+            "a trip of {batches} batches, past its bound {}",
+            limits.max_batches
+        );
+        ensure!(
+            batches == 1 || weight_sent <= limits.max_weight,
+            "a trip of {batches} batches weighs {weight_sent}, past its bound {}",
+            limits.max_weight
+        );
+        let in_line: Vec<(u32, u64, u64)> = self
+            .reference
+            .ready()
+            .into_iter()
+            .filter(|&(_, _, seen)| seen != u64::MAX)
+            .collect();
+        if in_line.is_empty() {
+            return Ok(());
+        }
+        if batches == limits.max_batches {
+            self.summary.trips_full += u64::from(batches > 1);
+            return Ok(());
+        }
+        let may_be_first = |&(key, since, _): &(u32, u64, u64)| {
+            in_line.iter().all(|&(other, other_since, other_seen)| {
+                let ahead = if self.strict_fairness {
+                    other_since < since
+                } else {
+                    other_seen < since
+                };
+                other == key || !ahead
+            })
+        };
+        let fits = |key: u32| {
+            let weight = self
+                .reference
+                .weight_of(key, &self.reference.expected_batch(key));
+            weight_taken.saturating_add(weight) <= limits.max_weight
+        };
+        let fronts: Vec<u32> = in_line
+            .iter()
+            .filter(|lane| may_be_first(lane))
+            .map(|&(key, _, _)| key)
+            .collect();
+        ensure!(
+            fronts.iter().any(|&key| !fits(key)),
+            "a trip of {batches} batches (at most {}), weighing {weight_taken} as taken (at most \
+             {}), left lanes ready whose batches fit: {fronts:?} may be at the front, in line: \
+             {in_line:?}",
+            limits.max_batches,
+            limits.max_weight
+        );
+        self.summary.trips_stopped_by_weight += 1;
+        Ok(())
     }
 
     /// Whether input `id` waits in the reference's lanes (not taken yet).
@@ -850,20 +1164,22 @@ impl Sim {
     /// the front of its lane (every caller gone) were taken one after the
     /// other and found empty, each releasing the lane at once; they leave
     /// `ids`. What is left is the withdrawn part of the batch then sent, if
-    /// `key` was sent.
+    /// `key` was sent. What the batches withdrawn whole weighed.
     fn withdraw_whole_batches(
         &mut self,
         key: u32,
         ids: &mut BTreeSet<u64>,
         ready_before: &[(u32, u64, u64)],
         taken: &BTreeSet<u32>,
-    ) -> Result<(), String> {
+    ) -> Result<u64, String> {
         let mut first = true;
+        let mut weighed = 0;
         loop {
             let batch = self.reference.expected_batch(key);
             if batch.is_empty() || !batch.iter().all(|id| ids.contains(id)) {
-                return Ok(());
+                return Ok(weighed);
             }
+            weighed += self.reference.weight_of(key, &batch);
             // G7, G8 as for a batch that is sent: the lane was ready, and
             // no lane in line before it was passed over. A lane taken again
             // in the same step went to the back of the line in between.
@@ -1075,86 +1391,153 @@ impl Sim {
         let due: Vec<usize> = (0..self.running.len())
             .filter(|&i| self.running[i].finish.is_some_and(|f| f <= self.now))
             .collect();
-        let running = self.running.swap_remove(due[self.rng.below(due.len())]);
-        let len = running.inputs.len();
-        let outcome = match running.plan {
-            Plan::Ok | Plan::HangUntilClose => {
-                BatchOutcome::Returned(Ok(running.inputs.iter().map(Input::output).collect()))
+        let mut running = self.running.swap_remove(due[self.rng.below(due.len())]);
+        match &running.plan {
+            TripPlan::Panic => {
+                self.summary.panicked += 1;
+                self.summary.trips_panicked_with_mates += u64::from(running.batches.len() > 1);
             }
-            Plan::Fail => BatchOutcome::Returned(Err(running.batch)),
-            Plan::Panic => BatchOutcome::Panicked,
-            Plan::WrongCount(got) => BatchOutcome::Returned(Ok((0..got as u64).collect())),
-        };
-        match running.plan {
-            Plan::Fail => self.summary.failed += 1,
-            Plan::Panic => self.summary.panicked += 1,
-            Plan::WrongCount(_) => self.summary.wrong_count += 1,
-            Plan::HangUntilClose => self.summary.hung_until_close += 1,
-            Plan::Ok => {}
+            TripPlan::WrongResults(_) => self.summary.trips_wrong_results += 1,
+            TripPlan::Results(plans) => {
+                for plan in plans {
+                    match plan {
+                        Plan::Fail => self.summary.failed += 1,
+                        Plan::WrongCount(_) => self.summary.wrong_count += 1,
+                        _ => {}
+                    }
+                }
+            }
         }
+        let keys: Vec<u32> = running.batches.iter().map(|b| b.key).collect();
         trace!(
             self,
-            "batch {} of key {} completes {:?}",
-            running.batch,
-            running.key,
+            "{} of keys {keys:?} completes {:?}",
+            running.trip.map_or_else(
+                || format!("batch {}", running.batches[0].batch),
+                |t| format!("trip {t}")
+            ),
             running.plan
         );
-        // The runtime uses both ways: `complete` for a batch done on its
-        // first poll, `release` then `answer` for one that finished later.
-        if self.rng.below(2) == 0 {
-            self.core
-                .complete(running.lane, running.replies, outcome, at(self.now));
-        } else {
-            self.core.release(running.lane, at(self.now));
-            self.core.answer(running.replies, outcome);
+        let now = at(self.now);
+        let replies: Vec<Vec<Reply>> = running
+            .batches
+            .iter_mut()
+            .map(|batch| std::mem::take(&mut batch.replies))
+            .collect();
+        match self.carrying {
+            Carrying::Batches => {
+                let batch = &running.batches[0];
+                let outcome: BatchOutcome<Output, BatchError> = match &running.plan {
+                    TripPlan::Panic => Ended::Panicked,
+                    TripPlan::Results(plans) => Ended::Returned(result_of(plans[0], batch)),
+                    TripPlan::WrongResults(_) => unreachable!("a batch has one result"),
+                };
+                let replies = replies.into_iter().next().expect("one batch");
+                // The runtime uses both ways: `complete` for a batch done on
+                // its first poll, `release` then `answer` for one that
+                // finished later.
+                if self.rng.below(2) == 0 {
+                    self.core.complete(batch.lane, replies, outcome, now);
+                } else {
+                    self.core.release(batch.lane, now);
+                    self.core.answer(replies, outcome);
+                }
+            }
+            Carrying::Trips(_) => {
+                let outcome: TripOutcome<Output, BatchError> = match &running.plan {
+                    TripPlan::Panic => Ended::Panicked,
+                    // Some of each kind of result, none of them used.
+                    TripPlan::WrongResults(got) => Ended::Returned(
+                        (0..*got)
+                            .map(|i| {
+                                if i % 2 == 0 {
+                                    Ok(Vec::new())
+                                } else {
+                                    Err(u64::MAX)
+                                }
+                            })
+                            .collect(),
+                    ),
+                    TripPlan::Results(plans) => Ended::Returned(
+                        plans
+                            .iter()
+                            .zip(&running.batches)
+                            .map(|(&plan, batch)| result_of(plan, batch))
+                            .collect(),
+                    ),
+                };
+                let held: Vec<(LaneId, Vec<Reply>)> = running
+                    .batches
+                    .iter()
+                    .map(|batch| batch.lane)
+                    .zip(replies)
+                    .collect();
+                // As the shard loop does: every lane and the slot released,
+                // then every caller answered.
+                self.core
+                    .release_trip(held.iter().map(|(lane, _)| lane), now);
+                self.core.answer_trip(held, outcome);
+            }
         }
         self.core.deliver();
         // Completing, the shard looks at the time.
         self.reference.look(self.now);
-        self.reference.complete(running.key, len, self.now);
+        for batch in &running.batches {
+            self.reference
+                .complete(batch.key, batch.inputs.len(), self.now);
+        }
+        self.reference.free_slot();
 
-        // G4, G10: each caller of this batch, and only they, hear of it now.
-        for input in &running.inputs {
-            let id = input.id;
-            ensure!(self.open.remove(&id), "G4: input {id} answered twice");
-            self.answered.insert(id);
-            if self.gone.remove(&id) && self.scenario.config.withdraw_on_drop {
-                // Its caller left after the take: sent all the same.
-                self.summary.sent_after_drop += 1;
-            }
-            let Some(mut answer) = self.callers.remove(&id) else {
-                continue;
-            };
-            let got = match try_answer(&mut answer) {
-                Ok(Some(got)) => got,
-                Ok(None) => {
-                    return Err(format!(
-                        "G4: input {id} not answered when its batch {} completed",
-                        running.batch
-                    ))
+        // G4, G10: each caller of this load, and only they, hear of it now,
+        // each as its own batch's outcome says.
+        for (index, batch) in running.batches.iter().enumerate() {
+            let expect = running.expect(index);
+            for input in &batch.inputs {
+                let id = input.id;
+                ensure!(self.open.remove(&id), "G4: input {id} answered twice");
+                self.answered.insert(id);
+                if self.gone.remove(&id) && self.scenario.config.withdraw_on_drop {
+                    // Its caller left after the take: sent all the same.
+                    self.summary.sent_after_drop += 1;
                 }
-                Err(Dropped) => {
-                    return Err(format!(
+                let Some(mut answer) = self.callers.remove(&id) else {
+                    continue;
+                };
+                let got = match try_answer(&mut answer) {
+                    Ok(Some(got)) => got,
+                    Ok(None) => {
+                        return Err(format!(
+                            "G4: input {id} not answered when its batch {} completed",
+                            batch.batch
+                        ))
+                    }
+                    Err(Dropped) => {
+                        return Err(format!(
                         "G4: input {id}'s reply dropped without an answer (batch {} ended {:?})",
-                        running.batch, running.plan
+                        batch.batch, running.plan
                     ))
-                }
-            };
-            let right = match (running.plan, &got) {
-                (Plan::Ok | Plan::HangUntilClose, Ok(output)) => *output == input.output(),
-                (Plan::Fail, Err(FerryError::Failed(batch))) => *batch == running.batch,
-                (Plan::Panic, Err(FerryError::Panicked)) => true,
-                (Plan::WrongCount(n), Err(FerryError::WrongOutputCount { expected, got })) => {
-                    *expected == len && *got == n
-                }
-                _ => false,
-            };
-            ensure!(
-                right,
-                "G4/G10: input {id} of batch {} (ended {:?}) got {got:?}",
-                running.batch,
-                running.plan
-            );
+                    }
+                };
+                let right = match (expect, &got) {
+                    (Expect::Output, Ok(output)) => *output == input.output(),
+                    (Expect::Failed(number), Err(FerryError::Failed(batch))) => *batch == number,
+                    (Expect::Panicked, Err(FerryError::Panicked)) => true,
+                    (
+                        Expect::WrongCount { expected, got },
+                        Err(FerryError::WrongOutputCount {
+                            expected: said_expected,
+                            got: said_got,
+                        }),
+                    ) => (*said_expected, *said_got) == (expected, got),
+                    _ => false,
+                };
+                ensure!(
+                    right,
+                    "G4/G10: input {id} of batch {} (its load ended {:?}, so {expect:?}) got {got:?}",
+                    batch.batch,
+                    running.plan
+                );
+            }
         }
         Ok(())
     }
@@ -1163,6 +1546,11 @@ impl Sim {
         trace!(self, "close");
         self.closed = true;
         self.summary.open_at_close = self.open.len() as u64;
+        self.summary.trips_in_flight_at_close += self
+            .running
+            .iter()
+            .filter(|r| r.trip.is_some() && r.batches.len() > 1)
+            .count() as u64;
         self.core.close();
         self.reference.close();
         for running in &mut self.running {
@@ -1231,9 +1619,22 @@ impl Sim {
         );
         ensure!(
             self.core.in_flight() <= reference.slots,
-            "{} batches in flight with {} slots",
+            "{} loads in flight with {} slots",
             self.core.in_flight(),
             reference.slots
+        );
+        ensure!(
+            stats.trips == self.trip_next,
+            "the shard counts {} trips, {} were taken",
+            stats.trips,
+            self.trip_next
+        );
+        // Each trip holds one slot, whatever it carries.
+        ensure!(
+            self.running.len() == reference.in_flight,
+            "{} loads running, the reference has {} slots busy",
+            self.running.len(),
+            reference.in_flight
         );
         Ok(())
     }
@@ -1243,7 +1644,12 @@ impl Sim {
     /// open ones are exactly those waiting and those in flight; the shard's
     /// own counters say the same.
     fn check_accounting(&self) -> Result<(), String> {
-        let in_flight: usize = self.running.iter().map(|r| r.inputs.len()).sum();
+        let in_flight: usize = self
+            .running
+            .iter()
+            .flat_map(|r| &r.batches)
+            .map(|b| b.inputs.len())
+            .sum();
         let waiting = self.reference.waiting();
         ensure!(
             self.open.len() == waiting + in_flight,
@@ -1392,42 +1798,50 @@ impl Sim {
 struct Mode {
     strict_fairness: bool,
     trace: bool,
+    /// Trips (`dispatch_trip`) instead of one batch per slot.
+    trips: bool,
 }
 
 /// Plays one seed; a panic inside the shard counts as a failure of the seed.
 fn play(seed: u64, mode: Mode) -> Result<Summary, String> {
-    seeds::play(|| Sim::new(seed, mode.strict_fairness, mode.trace).run())
+    seeds::play(|| Sim::new(seed, mode).run())
+}
+
+/// The test that plays seeds in `mode`.
+fn test_of(mode: Mode) -> &'static str {
+    match (mode.strict_fairness, mode.trips) {
+        (false, false) => "every_seed_keeps_g1_to_g10",
+        (true, false) => "g7_strict_first_come_first_served",
+        (false, true) => "every_seed_keeps_g1_to_g10_with_trips",
+        (true, true) => "g7_strict_first_come_first_served_with_trips",
+    }
 }
 
 fn replay_command(seed: u64, mode: Mode) -> String {
-    if mode.strict_fairness {
-        format!("FERRY_SIM_SEED={seed} cargo test -p ferry-shard --test simulation g7_strict")
-    } else {
-        format!("FERRY_SIM_SEED={seed} cargo test -p ferry-shard --test simulation")
-    }
+    format!(
+        "FERRY_SIM_SEED={seed} cargo test -p ferry-shard --test simulation {} -- --exact",
+        test_of(mode)
+    )
 }
 
 /// Plays the seeds the environment asks for (see the module docs) and fails
 /// with the replay command of the first seed that breaks a guarantee.
-fn play_seeds(strict_fairness: bool) -> Option<Summary> {
+fn play_seeds(strict_fairness: bool, trips: bool) -> Option<Summary> {
     let mode = |trace| Mode {
         strict_fairness,
         trace,
+        trips,
     };
     seeds::play_seeds(
-        "simulation",
+        test_of(mode(false)),
         |seed, trace| play(seed, mode(trace)),
         |seed| replay_command(seed, mode(false)),
     )
 }
 
-#[test]
-fn every_seed_keeps_g1_to_g10() {
-    let Some(summary) = play_seeds(false) else {
-        return;
-    };
-    // The seeds reach every case the checks are about; otherwise a passing
-    // run would prove little.
+/// The cases every way of playing must reach; otherwise a passing run
+/// would prove little.
+fn assert_reached(summary: &Summary, more: &[(&str, u64)]) {
     let reached = [
         ("admitted", summary.admitted),
         ("refused Full", summary.refused_full),
@@ -1471,9 +1885,62 @@ fn every_seed_keeps_g1_to_g10() {
             summary.flushes_told_after_waiting,
         ),
     ];
-    for (what, count) in reached {
-        assert!(count > 0, "no seed reached {what}: {summary:?}");
+    for (what, count) in reached.iter().chain(more) {
+        assert!(*count > 0, "no seed reached {what}: {summary:?}");
     }
+}
+
+#[test]
+fn every_seed_keeps_g1_to_g10() {
+    let Some(summary) = play_seeds(false, false) else {
+        return;
+    };
+    assert_reached(&summary, &[]);
+    assert_eq!(summary.trips, 0, "no trip without trips");
+}
+
+/// The same seeds, each slot filled with a trip (`dispatch_trip`,
+/// `release_trip`, `answer_trip`) within the seed's trip bounds: every
+/// guarantee above holds batch by batch, and besides, a trip holds no key
+/// twice, takes one slot (trips in flight never exceed the slots), carries
+/// at most its bound of batches and, past its first, of weight, and leaves
+/// no lane ready that it could have carried. A trip ends as a whole
+/// (results, one per batch; a panic; the wrong number of results) or hangs
+/// until close, which then races the trips in flight.
+#[test]
+fn every_seed_keeps_g1_to_g10_with_trips() {
+    let Some(summary) = play_seeds(false, true) else {
+        return;
+    };
+    assert_reached(
+        &summary,
+        &[
+            ("trips", summary.trips),
+            ("trips of several batches", summary.trips_of_several),
+            ("trips of their most batches", summary.trips_full),
+            (
+                "trips ended by their weight",
+                summary.trips_stopped_by_weight,
+            ),
+            (
+                "trips whose first batch is past their weight",
+                summary.trips_heavy_first,
+            ),
+            ("trips that withdrew inputs", summary.trips_with_withdrawals),
+            (
+                "trips with the wrong number of results",
+                summary.trips_wrong_results,
+            ),
+            (
+                "trips of several batches that panicked",
+                summary.trips_panicked_with_mates,
+            ),
+            (
+                "trips of several batches in flight at close",
+                summary.trips_in_flight_at_close,
+            ),
+        ],
+    );
 }
 
 /// G7 read literally: a lane is ready from the moment it is due, even if no
@@ -1481,18 +1948,48 @@ fn every_seed_keeps_g1_to_g10() {
 /// (filled up, or completed with inputs left) later while it waited.
 #[test]
 fn g7_strict_first_come_first_served() {
-    play_seeds(true);
+    play_seeds(true, false);
+}
+
+/// G7 read literally, with trips: the batches of a trip, one after the
+/// other, as if each were taken alone.
+#[test]
+fn g7_strict_first_come_first_served_with_trips() {
+    play_seeds(true, true);
 }
 
 #[test]
 fn a_seed_replays_the_same_run() {
-    let mode = Mode {
-        strict_fairness: false,
-        trace: false,
-    };
-    for seed in [0, 7, 1_234_567] {
-        assert_eq!(play(seed, mode), play(seed, mode), "seed {seed}");
+    for trips in [false, true] {
+        let mode = Mode {
+            strict_fairness: false,
+            trace: false,
+            trips,
+        };
+        for seed in [0, 7, 1_234_567] {
+            assert_eq!(play(seed, mode), play(seed, mode), "seed {seed}, {mode:?}");
+        }
     }
+}
+
+/// Admits input `id` of `key` (rank 0, weight 1) into `core` at `now`, as
+/// `submit` would; its caller's answer.
+fn submit(core: &mut Core, key: u32, id: u64, now: u64) -> Receiver<Outcome> {
+    let (reply, answer) = answer_cell();
+    let input = Input {
+        id,
+        key,
+        payload: format!("input {id} of key {key}"),
+        copies: std::sync::Arc::new(()),
+    };
+    core.admit(
+        Submission {
+            offer: Offer::new(key_hash(&key), key, input, 0, 1),
+            reply,
+        },
+        at(now),
+    );
+    answer
 }
 
 /// The lane case of `lanes_guarantees.rs` reached through the shard's own
@@ -1510,23 +2007,6 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
         ..ferry_shard::LanesConfig::default()
     };
     let mut core = Core::new(config, 1);
-    let submit = |core: &mut Core, key: u32, id: u64, now: u64| -> Receiver<Outcome> {
-        let (reply, answer) = answer_cell();
-        let input = Input {
-            id,
-            key,
-            payload: format!("input {id} of key {key}"),
-            copies: std::sync::Arc::new(()),
-        };
-        core.admit(
-            Submission {
-                offer: Offer::new(key_hash(&key), key, input, 0, 1),
-                reply,
-            },
-            at(now),
-        );
-        answer
-    };
     let _one = [submit(&mut core, 1, 0, 0), submit(&mut core, 1, 1, 0)];
     let busy = core.dispatch(at(0)).expect("key 1 is full");
     let gone = [submit(&mut core, 2, 2, 1), submit(&mut core, 2, 3, 1)];
@@ -1549,4 +2029,112 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
         (3, vec![4, 5]),
         "key 3 was full since 2; key 2's lone input came at 3 and is due at 103"
     );
+}
+
+/// Close races a trip in flight, through the shard's own core: with one
+/// slot, a trip of keys 1 and 2 is in flight; behind it wait key 3 (full,
+/// ready), key 4 (one input, its delay far off) and key 1's next input.
+/// Close refuses what comes after it, takes nothing while the slot is busy,
+/// and once the trip ends (one batch answered, one failed), everything
+/// that waited goes in the next trip, first come first served: key 3,
+/// then key 4 (ready at close), then key 1 (released last) (G9).
+#[test]
+fn close_while_a_trip_is_in_flight_sends_everything_waiting_in_the_next_trip() {
+    let config = ferry_shard::LanesConfig {
+        max_batch_size: 2,
+        max_batch_delay: at(1_000),
+        ..ferry_shard::LanesConfig::default()
+    };
+    let limits = TripLimits {
+        max_batches: 8,
+        max_weight: u64::MAX,
+    };
+    let mut core = Core::new(config, 1);
+    let ids = |trip: &[(u32, Vec<Input>)]| -> Vec<(u32, Vec<u64>)> {
+        trip.iter()
+            .map(|(key, inputs)| (*key, inputs.iter().map(|i| i.id).collect()))
+            .collect()
+    };
+    let mut answers: Vec<Receiver<Outcome>> = [(1, 0), (1, 1), (2, 2), (2, 3)]
+        .into_iter()
+        .map(|(key, id)| submit(&mut core, key, id, 0))
+        .collect();
+    let (first, first_held) = core
+        .dispatch_trip(at(0), limits)
+        .expect("keys 1, 2 are full");
+    assert_eq!(ids(&first), vec![(1, vec![0, 1]), (2, vec![2, 3])]);
+    assert_eq!(
+        (core.in_flight(), core.stats().trips, core.stats().batches),
+        (1, 1, 2)
+    );
+    answers.extend(
+        [(3, 4, 1), (3, 5, 1), (4, 6, 2), (1, 7, 3)]
+            .into_iter()
+            .map(|(key, id, now)| submit(&mut core, key, id, now)),
+    );
+    assert!(
+        core.dispatch_trip(at(3), limits).is_none(),
+        "the only slot holds the trip"
+    );
+
+    core.close();
+    let mut late = submit(&mut core, 5, 8, 4);
+    match try_answer(&mut late) {
+        Ok(Some(Err(FerryError::Refused {
+            input,
+            reason: Refused::Closed,
+        }))) => assert_eq!(input.id, 8),
+        other => panic!("an input after close: {other:?}"),
+    }
+    assert!(
+        core.dispatch_trip(at(4), limits).is_none(),
+        "the slot is still busy"
+    );
+    for answer in &mut answers {
+        assert!(matches!(try_answer(answer), Ok(None)), "answered too soon");
+    }
+
+    let outputs = |inputs: &[Input]| inputs.iter().map(Input::output).collect::<Vec<_>>();
+    let results = vec![Ok(outputs(&first[0].1)), Err(9)];
+    core.release_trip(first_held.iter().map(|(lane, _)| lane), at(5));
+    core.answer_trip(first_held, Ended::Returned(results));
+    let (second, second_held) = core
+        .dispatch_trip(at(5), limits)
+        .expect("everything that waited is ready once closed");
+    assert_eq!(
+        ids(&second),
+        vec![(3, vec![4, 5]), (4, vec![6]), (1, vec![7])],
+        "first come, first served: key 3 was full before close made key 4 ready, \
+         and key 1 was released after both"
+    );
+    let results = second
+        .iter()
+        .map(|(_, inputs)| Ok(outputs(inputs)))
+        .collect();
+    core.release_trip(second_held.iter().map(|(lane, _)| lane), at(6));
+    core.answer_trip(second_held, Ended::Returned(results));
+    core.deliver();
+
+    for (id, answer) in answers.iter_mut().enumerate() {
+        let got = try_answer(answer).expect("not dropped").expect("answered");
+        match (id, got) {
+            (2 | 3, Err(FerryError::Failed(9))) => {}
+            (_, Ok(output)) => assert_eq!(output, id as u64 * 7 + [1, 1, 2, 2, 3, 3, 4, 1][id]),
+            (_, other) => panic!("input {id}: {other:?}"),
+        }
+    }
+    let stats = core.stats();
+    assert!(core.is_quiet() && core.dispatch_trip(at(7), limits).is_none());
+    assert_eq!(
+        (
+            stats.trips,
+            stats.batches,
+            stats.admitted,
+            stats.answered,
+            stats.refused,
+            stats.lanes
+        ),
+        (2, 5, 8, 8, 1, 0)
+    );
+    assert_eq!((stats.answered_ok, stats.failed), (6, 2));
 }

@@ -70,6 +70,8 @@ pub struct Reference {
     pub lanes: BTreeMap<u32, Lane>,
     pub closed: bool,
     seq_next: u64,
+    /// Slots in use: batches in flight, or with trips, trips (each holding
+    /// one or more keys' batches).
     pub in_flight: usize,
     pub admitted: u64,
     pub refused: u64,
@@ -190,7 +192,20 @@ impl Reference {
         batch
     }
 
-    /// Records that `ids` of `key` left in a batch: the lane is busy.
+    /// The weight of `key`'s waiting inputs among `ids`.
+    pub fn weight_of(&self, key: u32, ids: &[u64]) -> u64 {
+        self.lanes.get(&key).map_or(0, |lane| {
+            lane.waiting
+                .iter()
+                .filter(|w| ids.contains(&w.id))
+                .map(|w| w.weight)
+                .sum()
+        })
+    }
+
+    /// Records that `ids` of `key` left in a batch: the lane is busy. The
+    /// slot it goes in is taken by [`occupy_slot`](Self::occupy_slot): one
+    /// per batch, or one per trip of batches.
     pub fn dispatch(&mut self, key: u32, ids: &[u64]) {
         let lane = self
             .lanes
@@ -200,17 +215,26 @@ impl Reference {
         lane.busy = true;
         lane.ready_since = None;
         lane.seen_since = None;
-        self.in_flight += 1;
         self.batches += 1;
         self.sent += ids.len() as u64;
     }
 
-    /// Records that `key`'s batch of `len` inputs completed.
+    /// A batch, or a trip, takes a slot.
+    pub fn occupy_slot(&mut self) {
+        self.in_flight += 1;
+    }
+
+    /// A batch, or a trip, ended: its slot is free.
+    pub fn free_slot(&mut self) {
+        self.in_flight -= 1;
+    }
+
+    /// Records that `key`'s batch of `len` inputs completed (its slot is
+    /// freed by [`free_slot`](Self::free_slot)).
     pub fn complete(&mut self, key: u32, len: usize, now: u64) {
         let lane = self.lanes.get_mut(&key).expect("a busy key has a lane");
         lane.busy = false;
         lane.idle_since = now;
-        self.in_flight -= 1;
         self.answered += len as u64;
         if lane.waiting.is_empty() {
             self.lanes.remove(&key);

@@ -289,3 +289,74 @@ impl Plan {
         }
     }
 }
+
+/// How a load in flight ends: a trip, as the trip function decides, or a
+/// batch (a load of one), as the batch function does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TripPlan {
+    /// One result per batch, each as its plan says (`Ok`, `Fail` or
+    /// `WrongCount`).
+    Results(Vec<Plan>),
+    /// Panics, when called or while running: every batch fails.
+    Panic,
+    /// Returns this many results, never one per batch.
+    WrongResults(usize),
+}
+
+impl TripPlan {
+    /// A batch's plan as the plan of a load of one batch, and whether the
+    /// load hangs until close.
+    pub fn of_batch(plan: Plan) -> (Self, bool) {
+        match plan {
+            Plan::Panic => (TripPlan::Panic, false),
+            Plan::HangUntilClose => (TripPlan::Results(vec![Plan::Ok]), true),
+            plan => (TripPlan::Results(vec![plan]), false),
+        }
+    }
+
+    /// The trip function's choice for a trip of batches of `lens` inputs,
+    /// and whether the trip hangs until close.
+    pub fn draw(rng: &mut Rng, lens: &[usize]) -> (Self, bool) {
+        let plan = match rng.below(100) {
+            0..=7 => TripPlan::Panic,
+            8..=13 => {
+                let got = rng.range(0, lens.len() as u64 + 2) as usize;
+                TripPlan::WrongResults(if got == lens.len() {
+                    lens.len() + 1
+                } else {
+                    got
+                })
+            }
+            _ => TripPlan::Results(
+                lens.iter()
+                    .map(|&len| match rng.below(100) {
+                        0..=79 => Plan::Ok,
+                        80..=89 => Plan::Fail,
+                        _ => {
+                            let got = rng.range(0, len as u64 + 2) as usize;
+                            Plan::WrongCount(if got == len { len + 1 } else { got })
+                        }
+                    })
+                    .collect(),
+            ),
+        };
+        (plan, rng.chance(7))
+    }
+}
+
+/// A seed's trip bounds, when it plays with trips: few batches a trip, or
+/// many; the weight unbounded, or a few inputs' worth.
+pub fn trip_limits(rng: &mut Rng) -> ferry_shard::parts::TripLimits {
+    ferry_shard::parts::TripLimits {
+        max_batches: if rng.chance(15) {
+            64
+        } else {
+            rng.range(1, 4) as usize
+        },
+        max_weight: if rng.chance(40) {
+            u64::MAX
+        } else {
+            rng.range(1, 10)
+        },
+    }
+}
