@@ -4,9 +4,12 @@
 //! writing each account on its own condition.
 //!
 //! Each shard connects in `try_start_trips`'s factory, on the shard's own
-//! thread, so the shards run on `Runtime::Tokio` (tokio-postgres needs a
-//! tokio reactor on its thread). The shard remembers each account's
-//! version: it is the only writer of its accounts (an account is routed to
+//! thread, and the shards run on `Runtime::Tokio`, so that the
+//! connection's I/O stays on that thread too. (On glommio, which the
+//! default picks where it can start, tokio-postgres works as well, its I/O
+//! driven by the process's `ferry-tokio` thread; the connection would then
+//! be driven with `tokio::spawn` instead of `spawn_local`.) The shard
+//! remembers each account's version: it is the only writer of its accounts (an account is routed to
 //! one shard, which has it in at most one trip at a time), so after a first
 //! read a trip is just `UPDATE … FROM unnest(…) WHERE version =
 //! remembered`, one commit for every account in it. An account whose write
@@ -280,9 +283,11 @@ impl Shard {
     async fn try_write(&self, trip: &Trip, left: &[usize]) -> Result<Attempt, String> {
         let accounts: Vec<i64> = left.iter().map(|&at| trip[at].0).collect();
         self.remember_versions(&accounts).await?;
-        let versions = self.versions.borrow();
-        let expected: Vec<i64> = accounts.iter().map(|account| versions[account]).collect();
-        drop(versions);
+        // The borrow ends in this block, before any await.
+        let expected: Vec<i64> = {
+            let versions = self.versions.borrow();
+            accounts.iter().map(|account| versions[account]).collect()
+        };
         let totals: Vec<i64> = left.iter().map(|&at| trip[at].1.iter().sum()).collect();
         let rows = self
             .client

@@ -15,12 +15,17 @@
 //!
 //! `FERRY_METRICS_PORT` picks the port (else a free one, printed);
 //! `FERRY_HOLD_SECONDS` keeps the endpoint up that long after the work, to
-//! scrape it by hand (`curl http://127.0.0.1:PORT/metrics`); `RUST_LOG`
-//! filters the log (default `info`: faults; `ferry=debug` adds refusals and
-//! a span per batch).
+//! scrape it by hand (`curl http://127.0.0.1:PORT/metrics`; the example
+//! says so when it ends without it); `RUST_LOG` filters the log (default
+//! `info`: faults; `ferry=debug` adds refusals and a span per batch).
+//!
+//! The stand-in store refuses account 13 on purpose, so the log shows a
+//! `WARN` line (`batch function failed`) for each batch of that account:
+//! those are expected, and the example says so before they come. The log
+//! is coloured only on a terminal, and never with `NO_COLOR` set.
 use ferry::{Engine, FerryError, Refused};
 use metrics_exporter_prometheus::PrometheusBuilder;
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 use tracing_subscriber::EnvFilter;
@@ -52,7 +57,8 @@ fn scrape(address: SocketAddr) -> std::io::Result<String> {
     Ok(response)
 }
 
-/// Two shards whose stand-in store takes 200 µs a batch and refuses
+/// Two shards whose stand-in store takes about a millisecond a batch (on
+/// tokio's timer, which works on either runtime of the shards) and refuses
 /// account 13's writes.
 fn start_engine() -> Result<Engine<u32, Deposit, i64, String>, ferry::StartError> {
     Engine::builder()
@@ -63,7 +69,7 @@ fn start_engine() -> Result<Engine<u32, Deposit, i64, String>, ferry::StartError
         .start(|_shard| {
             // A stand-in for one conditional write per batch to a store.
             move |account: u32, deposits: Vec<Deposit>| async move {
-                glommio::timer::sleep(Duration::from_micros(200)).await;
+                tokio::time::sleep(Duration::from_millis(1)).await;
                 if account == 13 {
                     return Err("account 13 is frozen".to_string());
                 }
@@ -107,8 +113,13 @@ async fn deposit_all(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Colour codes only for a terminal, and never against NO_COLOR: a log
+    // written to a file stays plain text.
+    let colour = std::io::stdout().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_ansi(colour)
         .init();
     // Before the engine starts: each shard registers its series then.
     let address = metrics_address()?;
@@ -118,6 +129,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("metrics at http://{address}/metrics");
 
     let engine = start_engine()?;
+    println!(
+        "shards on {}; account 13 is refused on purpose: expect a WARN \"batch function failed\" \
+         line per batch of it",
+        engine.runtime()
+    );
     let started = Instant::now();
     let (shed, failed) = deposit_all(&engine).await?;
     let stats = engine.stats().total();
@@ -150,9 +166,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hold = std::env::var("FERRY_HOLD_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok());
-    if let Some(seconds) = hold {
-        println!("serving metrics for {seconds} s more");
-        tokio::time::sleep(Duration::from_secs(seconds)).await;
+    match hold {
+        Some(seconds) => {
+            println!("serving metrics for {seconds} s more");
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+        }
+        None => println!(
+            "the endpoint closes now; FERRY_HOLD_SECONDS=60 keeps it up a minute more, \
+             to scrape it by hand"
+        ),
     }
     Ok(())
 }

@@ -81,7 +81,10 @@ impl Spread {
 }
 
 /// A running unkeyed batcher: a cheap, cloneable handle (`Clone + Send +
-/// Sync`). Dropping the last handle closes it and waits for its shards.
+/// Sync`). Dropping the last handle closes it and waits for its shards,
+/// blocking the dropping thread until the batches in flight end: in an
+/// async task, `close` and await `flush` first, as for an
+/// [`Engine`](crate::Engine) ("In an async task").
 ///
 /// ```
 /// use ferry::{Batcher, FerryError, Refused};
@@ -186,6 +189,24 @@ where
     /// ```
     pub fn runtime(&self) -> Runtime {
         self.inner.runtime()
+    }
+
+    /// Why the shards run on tokio though [`Runtime::Auto`] was asked for,
+    /// as [`Engine::runtime_reason`](crate::Engine::runtime_reason) says.
+    ///
+    /// ```
+    /// use ferry::{Batcher, Runtime};
+    ///
+    /// let batcher: Batcher<u8, u8, String> = Batcher::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .runtime(Runtime::Tokio)
+    ///     .start(|_| |inputs: Vec<u8>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(batcher.runtime_reason(), None, "tokio was asked for");
+    /// ```
+    pub fn runtime_reason(&self) -> Option<&str> {
+        self.inner.runtime_reason()
     }
 
     /// Submits `input` and returns a future of its own outcome. Callable

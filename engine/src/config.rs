@@ -744,20 +744,7 @@ where
                     usable[..shards].to_vec()
                 }
             };
-            if cpus.len() != shards {
-                return Err(ConfigError::new(
-                    "cpus",
-                    "must name exactly one CPU per shard",
-                    format!("{} CPUs for {shards} shards", cpus.len()),
-                ));
-            }
-            if let Some(cpu) = cpus.iter().find(|cpu| !usable.contains(cpu)) {
-                return Err(ConfigError::new(
-                    "cpus",
-                    "must only name CPUs this process may use",
-                    format!("CPU {cpu}, usable: {usable:?}"),
-                ));
-            }
+            check_cpus(&cpus, shards, &usable, self.shards.is_none())?;
             cpus.into_iter().map(Some).collect()
         } else {
             vec![None; shards]
@@ -781,6 +768,65 @@ where
             weigh: self.weigh,
             runtime: self.runtime,
         })
+    }
+}
+
+/// Refuses a `cpus` list that names a CPU this process may not use, or
+/// not one CPU per shard. When both are wrong it says both: fixing the
+/// count alone would only meet the other refusal.
+fn check_cpus(
+    cpus: &[usize],
+    shards: usize,
+    usable: &[usize],
+    default_shards: bool,
+) -> Result<(), ConfigError> {
+    let outside: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|cpu| !usable.contains(cpu))
+        .collect();
+    // The count was not asked for: say where it came from.
+    let default_count = if default_shards {
+        format!("; {shards} shards is the default, one per usable CPU, which `shards(n)` changes")
+    } else {
+        String::new()
+    };
+    match (outside.is_empty(), cpus.len() == shards) {
+        (true, true) => Ok(()),
+        (false, true) => Err(ConfigError::new(
+            "cpus",
+            "must only name CPUs this process may use",
+            format!("{}, usable: {usable:?}", cpu_names(&outside)),
+        )),
+        (true, false) => Err(ConfigError::new(
+            "cpus",
+            "must name exactly one CPU per shard",
+            format!("{} for {shards} shards{default_count}", cpu_names(cpus)),
+        )),
+        (false, false) => Err(ConfigError::new(
+            "cpus",
+            "must name exactly one CPU per shard, each one this process may use",
+            format!(
+                "{cpus:?} for {shards} shards: {} {} outside this process's CPUs \
+                 {usable:?}{default_count}",
+                cpu_names(&outside),
+                if outside.len() == 1 { "is" } else { "are" }
+            ),
+        )),
+    }
+}
+
+/// `CPU 3` or `CPUs 3, 5` (`no CPU` for none).
+fn cpu_names(cpus: &[usize]) -> String {
+    let list = cpus
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match cpus.len() {
+        0 => "no CPU".to_string(),
+        1 => format!("CPU {list}"),
+        _ => format!("CPUs {list}"),
     }
 }
 

@@ -21,6 +21,35 @@ use crate::submit::{LocalSubmit, Submit};
 /// drain and exit (unless it is dropped on one of its own shards, which
 /// cannot wait for itself).
 ///
+/// # In an async task
+///
+/// That wait blocks the dropping thread, as [`join`](Self::join) does:
+/// dropped in a tokio task while a batch runs, the last handle holds the
+/// task's worker thread until every batch in flight has ended (a store's
+/// round trip, or as long as the batch function takes). In async code,
+/// close and await the drain first; the drop then only waits for threads
+/// already on their way out:
+///
+/// ```
+/// use ferry::Engine;
+///
+/// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+///     .shards(1)
+///     .pin(false)
+///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+///     .unwrap();
+/// let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// runtime.block_on(async move {
+///     let answer = engine.submit(1, 10);
+///     engine.close();
+///     engine.flush().await; // every input admitted is answered; no thread blocked
+///     drop(engine); // the shards are exiting: a short join
+///     assert_eq!(answer.await, Ok(10));
+/// });
+/// ```
+///
+/// (Or hand the last handle to `tokio::task::spawn_blocking`.)
+///
 /// ```
 /// use ferry::{Engine, FerryError, Refused};
 ///
@@ -122,6 +151,28 @@ where
     /// ```
     pub fn runtime(&self) -> Runtime {
         self.inner.runtime()
+    }
+
+    /// Why the shards run on tokio though [`Runtime::Auto`] was asked for:
+    /// what refused glommio here (io_uring turned off or refused by a
+    /// seccomp profile, too little locked memory), and how to lift it.
+    /// `None` when they run on glommio, or on the runtime asked for.
+    ///
+    /// ```
+    /// use ferry::{Engine, Runtime};
+    ///
+    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// match (engine.runtime(), engine.runtime_reason()) {
+    ///     (Runtime::Glommio, why) => assert_eq!(why, None),
+    ///     (_, why) => println!("on tokio: {}", why.unwrap()),
+    /// }
+    /// ```
+    pub fn runtime_reason(&self) -> Option<&str> {
+        self.inner.runtime_reason()
     }
 
     /// Submits `input` for `key` and returns a future of its own outcome.
@@ -405,7 +456,8 @@ where
     /// Closes the engine (G9): new inputs are refused with the input handed
     /// back; everything already admitted is still sent (delay ignored) and
     /// answered; then the shard threads exit. Returns at once; see
-    /// [`join`](Self::join). Idempotent.
+    /// [`join`](Self::join), or in async code await
+    /// [`flush`](Self::flush) for the drain. Idempotent.
     ///
     /// ```
     /// use std::time::Duration;
@@ -451,7 +503,10 @@ where
 
     /// Blocks until every shard has drained and exited. Call
     /// [`close`](Self::close) first, or it waits for a close from elsewhere.
-    /// Called on one of the engine's own shards, it skips that shard.
+    /// Called on one of the engine's own shards, it skips that shard. It
+    /// blocks the thread, batches in flight included: in an async task,
+    /// await [`flush`](Self::flush) after `close` instead (see
+    /// [`Engine`], "In an async task").
     ///
     /// ```
     /// use ferry::Engine;

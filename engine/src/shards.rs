@@ -48,6 +48,8 @@ where
     threads: Vec<ThreadId>,
     /// The runtime the shards run on (`Glommio` or `Tokio`).
     runtime: Runtime,
+    /// Why `Runtime::Auto` chose tokio: what refused glommio here.
+    why_not_glommio: Option<String>,
 }
 
 impl<Q, I, O, E> Shards<Q, I, O, E>
@@ -73,28 +75,30 @@ where
     {
         let factory = Arc::new(factory);
         let first = ShardId::new(0);
-        let runtime =
+        let (runtime, why_not_glommio) =
             plan.runtime
-                .choose(plan.cpus.len())
+                .choose_saying_why(plan.cpus.len())
                 .map_err(|reason| StartError::Runtime {
                     shard: first,
                     reason,
                 })?;
-        let (list, runtime) = match Self::start_on(&plan, runtime, &factory) {
-            Err(StartError::Runtime { .. })
+        let (list, runtime, why_not_glommio) = match Self::start_on(&plan, runtime, &factory) {
+            Err(StartError::Runtime { reason, .. })
                 if plan.runtime == Runtime::Auto && runtime == Runtime::Glommio =>
             {
                 (
                     Self::start_on(&plan, Runtime::Tokio, &factory)?,
                     Runtime::Tokio,
+                    Some(reason),
                 )
             }
-            started => (started?, runtime),
+            started => (started?, runtime, why_not_glommio),
         };
         Ok(Self {
             threads: list.iter().map(Shard::thread).collect(),
             list,
             runtime,
+            why_not_glommio,
             order: plan.order,
             weigh: plan.weigh,
             max_batch_weight: plan.lanes.max_batch_weight,
@@ -240,6 +244,11 @@ where
     /// The runtime the shards run on.
     pub(crate) fn runtime(&self) -> Runtime {
         self.runtime
+    }
+
+    /// Why `Runtime::Auto` chose tokio, if it did.
+    pub(crate) fn runtime_reason(&self) -> Option<&str> {
+        self.why_not_glommio.as_deref()
     }
 
     /// Waits for every shard's thread but the caller's own.

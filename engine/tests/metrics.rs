@@ -135,6 +135,11 @@ fn assert_counters(body: &str, total: &ferry::ShardStats) {
         2.0,
         "both shards stopped"
     );
+    assert_eq!(
+        value(body, "ferry_died", &[]),
+        0.0,
+        "closed as asked: neither died"
+    );
     for family in [
         "ferry_waiting",
         "ferry_in_flight",

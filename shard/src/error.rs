@@ -36,11 +36,16 @@ pub enum FerryError<I, E> {
     Failed(E),
     /// The batch function panicked while processing the input's batch.
     Panicked,
-    /// The batch function returned `got` outputs for `expected` inputs.
+    /// The batch function returned `got` outputs for the `expected` inputs
+    /// of the caller's batch; with a trip function, `got` results for the
+    /// `expected` batches of the trip. Which key: the caller's own, the one
+    /// it submitted (a batch holds one key's inputs, and every caller of
+    /// that batch gets this error); the feature `tracing` logs the key's
+    /// hash and the shard with the fault, in the batch's span.
     WrongOutputCount {
-        /// Inputs in the batch.
+        /// Inputs in the batch (with a trip function, batches in the trip).
         expected: usize,
-        /// Outputs returned.
+        /// Outputs returned (with a trip function, results returned).
         got: usize,
     },
     /// The engine stopped while the input's batch was in flight (or before
@@ -82,7 +87,9 @@ impl<I, E: fmt::Display> fmt::Display for FerryError<I, E> {
             ),
             FerryError::WrongOutputCount { expected, got } => write!(
                 f,
-                "the batch function returned {got} outputs for {expected} inputs (it must return one per input, in order)"
+                "the batch function returned {got} outputs where {expected} were due (one per \
+                 input of this key's batch, in order; from a trip function, one result per batch \
+                 of the trip); every caller of the batch gets this error"
             ),
             FerryError::Aborted => f.write_str(
                 "the engine stopped while the input's batch was in flight; its outcome at the store is unknown",

@@ -240,10 +240,14 @@ where
                 .spawn(move || {
                     let ready = Ready(ready_tx);
                     match config.runtime {
-                        Runtime::Tokio => serve::<Tokio, Q, I, O, E, F, Fut, B, FE>(
-                            config, shared, factory, ready,
-                        ),
+                        Runtime::Tokio => {
+                            Runtime::Tokio.set_current();
+                            serve::<Tokio, Q, I, O, E, F, Fut, B, FE>(
+                                config, shared, factory, ready,
+                            )
+                        }
                         Runtime::Glommio | Runtime::Auto => {
+                            Runtime::Glommio.set_current();
                             serve::<Glommio, Q, I, O, E, F, Fut, B, FE>(
                                 config, shared, factory, ready,
                             )
@@ -640,14 +644,17 @@ where
     E: Clone,
 {
     fn drop(&mut self) {
+        // The loop ends by itself only once closed and drained: anything
+        // else that brings the thread here is a panic unwinding it.
+        let died = std::thread::panicking();
         // Marked first, so that a caller handed its input back below sees
         // the shard stopped.
-        self.counters.mark_stopped();
+        self.counters.mark_stopped(died);
         // The loop's borrows end before the unwinding reaches here.
         if let Ok(mut core) = self.core.try_borrow_mut() {
             core.refuse_waiting();
             core.deliver();
-            observe::farewell(&mut core, &self.counters);
+            observe::farewell(&mut core, &self.counters, died);
         }
     }
 }
@@ -699,7 +706,8 @@ fn refuse_bundled<K, I, O, E>(to: &ToShard<I, O, E>, inputs: Vec<Bundled<K, I>>,
 
 impl<K, I, O, E> Drop for CloseOnExit<'_, K, I, O, E> {
     fn drop(&mut self) {
-        self.counters.mark_stopped();
+        let died = std::thread::panicking() || !self.intake.is_closed();
+        self.counters.mark_stopped(died);
         // Nothing is left to wait for: every flush, now or later, resolves.
         drop(self.flushes.shut());
         let intake = self.intake;

@@ -705,7 +705,7 @@ where
     /// lanes.admit("a", 'x', 0, 3, Duration::ZERO).unwrap();
     /// lanes.admit("a", 'y', 0, 4, Duration::ZERO).unwrap();
     /// assert_eq!(lanes.next_weight(Duration::ZERO), Some(7));
-    /// assert_eq!(lanes.take(Duration::ZERO).unwrap().inputs, vec!['x', 'y']);
+    /// assert_eq!(lanes.take(Duration::ZERO).unwrap().items, vec!['x', 'y']);
     /// ```
     pub fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
         let now_ns = self.observe(now);

@@ -67,6 +67,7 @@ mod shard_loop;
 mod slice;
 mod stats;
 mod sync;
+mod tokio_context;
 mod trace;
 mod trip_fn;
 

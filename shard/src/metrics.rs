@@ -235,10 +235,14 @@ impl Exported {
     }
 }
 
-/// `shard`'s thread ended, with `aborted` inputs sent and never answered:
-/// the two figures the loop, gone by then, cannot export.
-pub(crate) fn farewell(shard: ShardId, aborted: u64) {
+/// `shard`'s thread ended (`died`: without a close, or unwinding), with
+/// `aborted` inputs sent and never answered: the figures the loop, gone by
+/// then, cannot export.
+pub(crate) fn farewell(shard: ShardId, aborted: u64, died: bool) {
     metrics::gauge!("ferry_stopped", labels(shard, None)).increment(1.0);
+    if died {
+        metrics::gauge!("ferry_died", labels(shard, None)).increment(1.0);
+    }
     if aborted > 0 {
         metrics::counter!("ferry_aborted_total", labels(shard, None)).increment(aborted);
     }

@@ -1,4 +1,6 @@
-//! The shard's runtime on glommio: a `LocalExecutor` per shard thread.
+//! The shard's runtime on glommio: a `LocalExecutor` per shard thread, in
+//! the process's tokio context (`tokio_context.rs`), so that batch
+//! functions written for tokio run here too.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -8,6 +10,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::executor::{Executor, LocalTask};
 use crate::runtime::glommio_failure;
+use crate::tokio_context;
 
 /// Memory glommio sets aside for registered I/O buffers. Ferry does no
 /// glommio file I/O of its own, and the default (10 MiB) would not fit a
@@ -52,6 +55,9 @@ impl Executor for Glommio {
                 &"it failed to start earlier in this process",
             ));
         }
+        // Entered before glommio pins the thread, so that the context's
+        // driver thread, if this makes it, keeps the process's CPUs.
+        let _tokio = tokio_context::enter()?;
         // Glommio 0.9 panics, rather than failing, when io_uring_setup is
         // refused (a seccomp profile): its panic becomes this shard's
         // runtime error, and later starts in this process (where glommio's

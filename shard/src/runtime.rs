@@ -9,6 +9,7 @@
 //! where it cannot, and an explicit `Glommio` that cannot start says which
 //! limit or policy refused it and how to lift it.
 
+use std::cell::Cell;
 use std::fmt;
 
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
@@ -59,15 +60,58 @@ impl Runtime {
     /// A seccomp filter cannot be seen before io_uring is tried: glommio
     /// may still fail when its shards start, and then says so.
     pub fn choose(self, shards: usize) -> Result<Runtime, String> {
+        self.choose_saying_why(shards).map(|(runtime, _)| runtime)
+    }
+
+    /// Like [`choose`](Self::choose), and when `Auto` chooses tokio, why:
+    /// what refuses glommio here, and how to lift it.
+    ///
+    /// ```
+    /// use ferry_shard::Runtime;
+    ///
+    /// assert_eq!(Runtime::Tokio.choose_saying_why(1), Ok((Runtime::Tokio, None)));
+    /// match Runtime::Auto.choose_saying_why(1).unwrap() {
+    ///     (Runtime::Glommio, why) => assert_eq!(why, None),
+    ///     (chosen, why) => {
+    ///         assert_eq!(chosen, Runtime::Tokio);
+    ///         assert!(why.unwrap().contains("glommio"));
+    ///     }
+    /// }
+    /// ```
+    pub fn choose_saying_why(self, shards: usize) -> Result<(Runtime, Option<String>), String> {
         match self {
-            Runtime::Tokio => Ok(Runtime::Tokio),
-            Runtime::Glommio => glommio_refusal(shards).map_or(Ok(Runtime::Glommio), Err),
+            Runtime::Tokio => Ok((Runtime::Tokio, None)),
+            Runtime::Glommio => glommio_refusal(shards).map_or(Ok((Runtime::Glommio, None)), Err),
             Runtime::Auto => Ok(match glommio_refusal(shards) {
-                None => Runtime::Glommio,
-                Some(_) => Runtime::Tokio,
+                None => (Runtime::Glommio, None),
+                Some(why) => (Runtime::Tokio, Some(why)),
             }),
         }
     }
+
+    /// The runtime of the shard whose thread calls it (`Glommio` or
+    /// `Tokio`), or `None` off the shards: for a batch function that would
+    /// rather use its runtime's own timer (glommio's is finer than tokio's
+    /// millisecond).
+    ///
+    /// ```
+    /// use ferry_shard::Runtime;
+    ///
+    /// assert_eq!(Runtime::current(), None, "not a shard's thread");
+    /// ```
+    pub fn current() -> Option<Runtime> {
+        CURRENT.get()
+    }
+
+    /// Marks the calling thread as a shard's thread running on `self`.
+    pub(crate) fn set_current(self) {
+        CURRENT.set(Some(self));
+    }
+}
+
+thread_local! {
+    /// The runtime of the shard whose thread this is.
+    static CURRENT: Cell<Option<Runtime>> = const { Cell::new(None) };
 }
 
 /// Why glommio cannot run `shards` shards here, if something known says so.

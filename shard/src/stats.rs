@@ -291,11 +291,16 @@ figures! {
     /// Many parks a second under load say that `doze_before_park` is shorter
     /// than the gaps between the shard's events. Counter.
     Counter parks,
-    /// 1 once the shard's thread has ended: after close and drain, or
-    /// because it died (user code panicked on it outside a batch, or its
-    /// runtime failed). A stopped shard refuses its keys' inputs `Closed`.
-    /// Gauge.
+    /// 1 once the shard's thread has ended, for any reason: after a normal
+    /// close and drain (every shard of a closed engine ends so), or because
+    /// it died (see `died`). A stopped shard refuses its keys' inputs
+    /// `Closed`. Gauge.
     Gauge stopped,
+    /// 1 if the shard's thread died: it ended without a close, or
+    /// unwinding (user code panicked on it outside a batch, or its runtime
+    /// failed). Never 1 after a normal close: the figure to alert on. Its
+    /// keys are refused from then on. Gauge.
+    Gauge died,
     /// Waiting inputs of the longest lane, as last seen: never more than
     /// some lane holds, and exact whenever the longest lane was the last to
     /// grow or be taken from (see `Lanes::longest_lane`). No key is named.
@@ -376,8 +381,13 @@ pub(crate) fn count_refusal(stats: &mut ShardStats, reason: Refused, n: u64) {
 }
 
 impl ShardCounters {
-    /// Shard side, as its thread ends: it serves no more.
-    pub(crate) fn mark_stopped(&self) {
+    /// Shard side, as its thread ends: it serves no more; `died` if it
+    /// ended without a close, or unwinding. Marked died first, so that no
+    /// reader sees a dying shard as one that stopped normally.
+    pub(crate) fn mark_stopped(&self, died: bool) {
+        if died {
+            self.died.store(1, Relaxed);
+        }
         self.stopped.store(1, Relaxed);
     }
 

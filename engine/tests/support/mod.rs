@@ -47,13 +47,14 @@ macro_rules! on_each_runtime {
 pub(crate) use on_each_runtime;
 
 /// Waits `wait` without holding up the shard: on the timer of the runtime
-/// whose thread this is (tokio's inside a tokio runtime, else glommio's).
+/// whose thread this is (glommio's on a glommio shard, where tokio's also
+/// works but wakes the shard from another thread; else tokio's).
 /// Only for code that runs on a shard: batch functions, tasks spawned there.
 pub async fn sleep(wait: Duration) {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::time::sleep(wait).await;
-    } else {
+    if ferry::Runtime::current() == Some(ferry::Runtime::Glommio) {
         glommio::timer::sleep(wait).await;
+    } else {
+        tokio::time::sleep(wait).await;
     }
 }
 
