@@ -1,21 +1,23 @@
-//! Durations as the command line writes them: a whole number and a unit,
-//! `500us`, `2ms`, `10s`, `1m`, or a bare `0`.
+//! Durations as the command line writes them: a number and a unit,
+//! `500us`, `2ms`, `1.5s`, `1m`, or a bare `0`.
 //!
-//! Whole numbers only, so a value reads the same in `--help`, in a result
-//! file and in the docs; `1.5ms` is written `1500us`.
+//! A decimal is read as given (`1.5s` is 1,500 ms, down to whole
+//! nanoseconds); durations are written back whole, in the largest unit that
+//! keeps them so (`1500ms`), so a value reads the same in a result file and
+//! in the docs.
 
 use std::fmt;
 use std::time::Duration;
 
 /// Parses `"<number><unit>"` with unit `ns`, `us` (or `µs`), `ms`, `s` or
-/// `m`; `"0"` alone means zero.
+/// `m`, the number whole or decimal; `"0"` alone means zero.
 ///
 /// ```
 /// use ferry_bench::duration::parse_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
-/// assert_eq!(parse_duration("2ms"), Ok(Duration::from_millis(2)));
+/// assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
 /// assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
 /// assert!(parse_duration("2").is_err());
 /// ```
@@ -24,34 +26,68 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if text == "0" {
         return Ok(Duration::ZERO);
     }
+    if text.starts_with("--") {
+        return Err(DurationError::new(
+            text,
+            "is a flag, not a duration: the duration is missing",
+        ));
+    }
+    if text.starts_with('-') {
+        return Err(DurationError::new(
+            text,
+            "a duration cannot be negative (use 0 or more, e.g. 500us)",
+        ));
+    }
     let split = text
-        .find(|c: char| !c.is_ascii_digit())
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
         .ok_or_else(|| DurationError::new(text, "needs a unit: ns, us, ms, s or m"))?;
     let (number, unit) = text.split_at(split);
-    if number.is_empty() {
-        return Err(DurationError::new(text, "must start with a whole number"));
-    }
-    let number: u64 = number
-        .parse()
-        .map_err(|_| DurationError::new(text, "number too large"))?;
-    let duration = match unit {
-        "ns" => Duration::from_nanos(number),
-        "us" | "µs" => Duration::from_micros(number),
-        "ms" => Duration::from_millis(number),
-        "s" => Duration::from_secs(number),
-        "m" => Duration::from_secs(
-            number
-                .checked_mul(60)
-                .ok_or_else(|| DurationError::new(text, "number too large"))?,
-        ),
+    let unit_ns: u128 = match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
         _ => {
             return Err(DurationError::new(
                 text,
-                "unknown unit (use ns, us, ms, s or m, e.g. 500us)",
+                "unknown unit (use ns, us, ms, s or m, e.g. 500us or 1.5s)",
             ))
         }
     };
-    Ok(duration)
+    let nanos = nanos_of(text, number, unit_ns)?;
+    let nanos = u64::try_from(nanos).map_err(|_| DurationError::new(text, "number too large"))?;
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// `number` (whole, or with one decimal point) of a unit of `unit_ns`
+/// nanoseconds, in nanoseconds, refused if not whole.
+fn nanos_of(text: &str, number: &str, unit_ns: u128) -> Result<u128, DurationError> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || (number.contains('.') && fraction.is_empty()) {
+        return Err(DurationError::new(
+            text,
+            "must start with a number, whole or decimal (e.g. 2ms, 1.5s)",
+        ));
+    }
+    if fraction.contains('.') {
+        return Err(DurationError::new(text, "has two decimal points"));
+    }
+    // 30 digits in all keep the arithmetic inside u128.
+    if whole.len() + fraction.len() > 30 {
+        return Err(DurationError::new(text, "number too large"));
+    }
+    let digits: u128 = format!("{whole}{fraction}")
+        .parse()
+        .map_err(|_| DurationError::new(text, "number too large"))?;
+    let scale = 10u128.pow(fraction.len() as u32);
+    let nanos = digits
+        .checked_mul(unit_ns)
+        .ok_or_else(|| DurationError::new(text, "number too large"))?;
+    if nanos % scale != 0 {
+        return Err(DurationError::new(text, "is finer than a nanosecond"));
+    }
+    Ok(nanos / scale)
 }
 
 /// Writes `duration` the way [`parse_duration`] reads it, in the largest
@@ -130,7 +166,10 @@ mod tests {
             "",
             "5",
             "ms",
-            "1.5ms",
+            ".5ms",
+            "1.ms",
+            "1.2.3s",
+            "1.5ns",
             "-1s",
             "3h",
             "2 ms",
@@ -138,6 +177,36 @@ mod tests {
         ] {
             assert!(parse_duration(text).is_err(), "{text:?} should be refused");
         }
+    }
+
+    #[test]
+    fn reads_decimals_down_to_the_nanosecond() {
+        let cases = [
+            ("1.5s", Duration::from_millis(1500)),
+            ("0.25ms", Duration::from_micros(250)),
+            ("2.0s", Duration::from_secs(2)),
+            ("1.5m", Duration::from_secs(90)),
+            ("0.001us", Duration::from_nanos(1)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_duration(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn says_why_a_negative_duration_or_a_flag_is_refused() {
+        let negative = parse_duration("-1s").unwrap_err().to_string();
+        assert!(negative.contains("cannot be negative"), "{negative}");
+        let flag = parse_duration("--warmup").unwrap_err().to_string();
+        assert!(
+            flag.contains("is a flag") && flag.contains("missing"),
+            "{flag}"
+        );
+        let unit = parse_duration("3h").unwrap_err().to_string();
+        assert!(
+            unit.contains("unknown unit") && unit.contains("1.5s"),
+            "{unit}"
+        );
     }
 
     #[test]

@@ -15,6 +15,9 @@
 //! - [`handover`]: keys moving between owners in separate processes
 //!   against a real store, fenced by an owner epoch, and the read-back that
 //!   checks nothing was lost or applied twice;
+//! - [`faults`]: `--fault`, a real store restarted, its connections ended
+//!   or its traffic stalled during each run, through a loopback proxy of
+//!   the tool's own;
 //! - [`overload`]: the overload scenario (a store that slows down, callers
 //!   that give up): goodput, waste and recovery;
 //! - [`run`]: one system at one shard count, from start to figures;
@@ -22,7 +25,9 @@
 //! - [`plot`]: the `--plot` picture, latency curves by percentile and a
 //!   sweep's throughput by shards;
 //! - [`duration`]: durations as the command line writes them;
-//! - [`timing`]: how precisely the store thread wakes.
+//! - [`timing`]: how precisely the store thread wakes;
+//! - [`tune`]: `--tune`, a search of ferry-trips' shards, slots and trip
+//!   size for the highest throughput within a latency budget.
 //!
 //! ```no_run
 //! use ferry_bench::{dist, load, run, store, systems};
@@ -67,6 +72,7 @@
 pub mod cpu;
 pub mod dist;
 pub mod duration;
+pub mod faults;
 pub mod handover;
 pub mod load;
 pub mod overload;
@@ -77,3 +83,4 @@ pub mod sched;
 pub mod store;
 pub mod systems;
 pub mod timing;
+pub mod tune;

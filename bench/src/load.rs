@@ -62,6 +62,10 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How often the progress line is printed.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
+/// The width of [`Measured::done_ticks`]' counts: how precisely the time
+/// from a fault at the store to the next success is told.
+pub const TICK: Duration = Duration::from_millis(10);
+
 /// Inputs an open-loop generator sends per turn of its loop at most, so it
 /// also gets around to collecting outcomes.
 const OPEN_SENDS_PER_TURN_MAX: usize = 256;
@@ -122,8 +126,16 @@ pub struct Measured {
     pub done: u64,
     /// The sum of those inputs (wrapping), for the store's read-back.
     pub done_sum: u64,
-    /// Inputs answered with an error (whole run).
+    /// Inputs answered with an error that leaves nothing applied (whole
+    /// run).
     pub failed: u64,
+    /// Inputs answered with an error that leaves their outcome at the
+    /// store unknown ([`Outcome::Unknown`]; whole run): applied or not,
+    /// the read-back tells.
+    pub unknown: u64,
+    /// The sum of those inputs (wrapping), the bound of what they may
+    /// have added to the store.
+    pub unknown_sum: u64,
     /// Inputs refused at once (whole run).
     pub refused: u64,
     /// Inputs answered unsent after their system's queueing limit (whole
@@ -134,6 +146,12 @@ pub struct Measured {
     /// Inputs answered with success per [`overload::BUCKET`] since the
     /// run's start (warm-up included), by when they were answered.
     pub done_buckets: Vec<u64>,
+    /// The same per [`TICK`], finer: when successes came back after a
+    /// fault at the store.
+    pub done_ticks: Vec<u64>,
+    /// When the run started (its warm-up): where the buckets and ticks
+    /// count from.
+    pub started: Instant,
     /// Inputs answered with success inside the measured window.
     pub done_in_window: u64,
     /// The measured window's length.
@@ -153,7 +171,13 @@ pub struct Measured {
 impl Measured {
     /// Inputs submitted and never answered (nor refused).
     pub fn lost(&self) -> u64 {
-        self.submitted - self.done - self.failed - self.refused - self.expired - self.timed_out
+        self.submitted
+            - self.done
+            - self.failed
+            - self.unknown
+            - self.refused
+            - self.expired
+            - self.timed_out
     }
 
     /// Successful inputs per second over the measured window.
@@ -226,10 +250,13 @@ struct Published {
     done: AtomicU64,
     done_sum: AtomicU64,
     failed: AtomicU64,
+    unknown: AtomicU64,
+    unknown_sum: AtomicU64,
     refused: AtomicU64,
     expired: AtomicU64,
     timed_out: AtomicU64,
     done_buckets: Box<[AtomicU64]>,
+    done_ticks: Box<[AtomicU64]>,
     done_in_window: AtomicU64,
     latency: Mutex<Histogram<u64>>,
     finished: AtomicBool,
@@ -240,15 +267,19 @@ impl Published {
     /// Counts for a run of `length` in all (warm-up, window, drain).
     fn new(length: Duration) -> Self {
         let buckets = (length.as_nanos() / overload::BUCKET.as_nanos()) as usize + 1;
+        let ticks = (length.as_nanos() / TICK.as_nanos()) as usize + 1;
         Self {
             submitted: AtomicU64::new(0),
             done: AtomicU64::new(0),
             done_sum: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            unknown: AtomicU64::new(0),
+            unknown_sum: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             expired: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
             done_buckets: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
+            done_ticks: (0..ticks).map(|_| AtomicU64::new(0)).collect(),
             done_in_window: AtomicU64::new(0),
             latency: Mutex::new(new_histogram()),
             finished: AtomicBool::new(false),
@@ -317,7 +348,7 @@ pub fn drive<S: System>(
     });
 
     let (batches, idle) = window.since(system);
-    summarize(&published, load, batches, idle)
+    summarize(&published, load, start, batches, idle)
 }
 
 /// The system's batch and idle counts as the measured window opens and
@@ -387,6 +418,7 @@ fn progress(
     let answered = sum(|p| {
         p.done.load(Ordering::Relaxed)
             + p.failed.load(Ordering::Relaxed)
+            + p.unknown.load(Ordering::Relaxed)
             + p.refused.load(Ordering::Relaxed)
             + p.expired.load(Ordering::Relaxed)
             + p.timed_out.load(Ordering::Relaxed)
@@ -408,6 +440,7 @@ fn progress(
 fn summarize(
     published: &[CachePadded<Published>],
     load: &Load,
+    started: Instant,
     batches: Option<BatchCounts>,
     idle: Option<IdleCounts>,
 ) -> Measured {
@@ -424,10 +457,16 @@ fn summarize(
             total.wrapping_add(p.done_sum.load(Ordering::Relaxed))
         }),
         failed: sum(|p| &p.failed),
+        unknown: sum(|p| &p.unknown),
+        unknown_sum: published.iter().fold(0, |total, p| {
+            total.wrapping_add(p.unknown_sum.load(Ordering::Relaxed))
+        }),
         refused: sum(|p| &p.refused),
         expired: sum(|p| &p.expired),
         timed_out: sum(|p| &p.timed_out),
-        done_buckets: done_buckets(published),
+        done_buckets: added_up(published, |p| &p.done_buckets[..]),
+        done_ticks: added_up(published, |p| &p.done_ticks[..]),
+        started,
         done_in_window: sum(|p| &p.done_in_window),
         window: load.duration,
         latency: merge(published),
@@ -437,11 +476,14 @@ fn summarize(
     }
 }
 
-/// The generators' goodput buckets, added up.
-fn done_buckets(published: &[CachePadded<Published>]) -> Vec<u64> {
-    let mut buckets = vec![0; published.first().map_or(0, |p| p.done_buckets.len())];
+/// The generators' goodput buckets (or ticks), added up.
+fn added_up(
+    published: &[CachePadded<Published>],
+    counts: fn(&Published) -> &[AtomicU64],
+) -> Vec<u64> {
+    let mut buckets = vec![0; published.first().map_or(0, |p| counts(p).len())];
     for p in published {
-        for (total, bucket) in buckets.iter_mut().zip(p.done_buckets.iter()) {
+        for (total, bucket) in buckets.iter_mut().zip(counts(p).iter()) {
             *total += bucket.load(Ordering::Relaxed);
         }
     }
@@ -468,6 +510,8 @@ struct Local<'a> {
     /// The sum of the inputs answered with success so far, published with
     /// the latencies (a plain cell: no atomic per input for it).
     done_sum: Cell<u64>,
+    /// The same of the inputs whose outcome is unknown.
+    unknown_sum: Cell<u64>,
     /// How long a caller waits before it gives up.
     timeout: Option<Duration>,
     /// Deadlines of callers waiting with a timeout, earliest first.
@@ -508,6 +552,7 @@ impl<'a> Local<'a> {
             timeline,
             latency: RefCell::new(new_histogram()),
             done_sum: Cell::new(0),
+            unknown_sum: Cell::new(0),
             timeout,
             timers: RefCell::new(BinaryHeap::new()),
         }
@@ -522,10 +567,13 @@ impl Local<'_> {
             Outcome::Done => {
                 let answered = Instant::now();
                 bump(&published.done, 1);
-                let bucket =
-                    (answered - self.timeline.start).as_nanos() / overload::BUCKET.as_nanos();
+                let since = (answered - self.timeline.start).as_nanos();
+                let bucket = since / overload::BUCKET.as_nanos();
                 if let Some(bucket) = published.done_buckets.get(bucket as usize) {
                     bump(bucket, 1);
+                }
+                if let Some(tick) = published.done_ticks.get((since / TICK.as_nanos()) as usize) {
+                    bump(tick, 1);
                 }
                 self.done_sum.set(self.done_sum.get().wrapping_add(input));
                 if self.timeline.in_window(answered) {
@@ -539,6 +587,12 @@ impl Local<'_> {
             }
             Outcome::Failed => {
                 bump(&published.failed, 1);
+                None
+            }
+            Outcome::Unknown => {
+                bump(&published.unknown, 1);
+                self.unknown_sum
+                    .set(self.unknown_sum.get().wrapping_add(input));
                 None
             }
             Outcome::Refused => {
@@ -575,6 +629,9 @@ impl Local<'_> {
         self.published
             .done_sum
             .store(self.done_sum.get(), Ordering::Relaxed);
+        self.published
+            .unknown_sum
+            .store(self.unknown_sum.get(), Ordering::Relaxed);
         let mut local = self.latency.borrow_mut();
         if local.is_empty() {
             return;

@@ -16,6 +16,7 @@ use clap::Parser;
 
 use ferry_bench::dist::{KeyDist, KeySampler};
 use ferry_bench::duration::{format_duration, parse_duration};
+use ferry_bench::faults::{Fault, FaultKind, Faults};
 use ferry_bench::handover;
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::overload::Slowdown;
@@ -24,7 +25,8 @@ use ferry_bench::store::{Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
 /// Load-test Ferry against a store and compare it with a single-lock design,
-/// batch-aint-one, and no batching at all.
+/// batch-aint-one (a batching crate from crates.io, version 0.16, at most one
+/// batch of a key in flight, on tokio), and no batching at all.
 ///
 /// Every system talks to the same store (--store: simulated, PostgreSQL or
 /// Redis): per key a version and a value; per batch one read and one
@@ -42,11 +44,13 @@ use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 /// unconditional append on the store, the same two round trips as a keyed
 /// batch, and never conflicts.
 ///
-/// Durations are whole numbers with a unit: 500us, 2ms, 10s (or 0).
+/// Durations are a number and a unit: 500us, 2ms, 1.5s (or 0).
 #[derive(Debug, Parser)]
 #[command(name = "ferry-load", version, max_term_width = 100)]
 struct Args {
-    /// What is compared. keyed: per-key batching, at most one batch in flight
+    /// What is compared: per-key batching (keyed) or one unkeyed stream
+    ///
+    /// keyed: per-key batching, at most one batch in flight
     /// per key: ferry, single-lock, batch-aint-one, unbatched. unkeyed: one
     /// stream with no key, up to --max-in-flight batches in flight per shard,
     /// each as full as waiting inputs allow: batcher (ferry::Batcher),
@@ -58,9 +62,12 @@ struct Args {
     #[arg(long, value_name = "keyed|unkeyed", default_value = "keyed")]
     mode: Keying,
 
-    /// Ferry (or batcher) shards (threads, pinned to CPUs 0..N when the
-    /// machine has N) [default: the CPUs this process may use; with
-    /// --handover, 2 per owner]
+    /// Ferry (or batcher) shards [default: the CPUs this process may use;
+    /// with --handover, 2 per owner]
+    ///
+    /// Threads, each pinned to one CPU of this process's affinity set (as
+    /// taskset or a container's cpuset gives it) when that set has enough
+    /// CPUs, unpinned otherwise
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 
@@ -86,23 +93,27 @@ struct Args {
     #[arg(long, value_name = "C", default_value_t = 2_000)]
     clients: usize,
 
-    /// Closed loop: inputs each client hands over in one call, waiting for
-    /// all of them before its next (ferry and batcher: submit_many; the
+    /// Closed loop: inputs each client hands over in one call
+    ///
+    /// Each client waits for all of them before its next call (ferry and batcher: submit_many; the
     /// other systems submit each input on its own), like a stream
     /// consumer's poll. 1: one input at a time
     #[arg(long, value_name = "N", default_value_t = 1)]
     per_call: usize,
 
     /// Measured time per system (after the warm-up) [default: 4s; with
-    /// --handover, the whole run: 6s]
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    /// --handover, the whole run: 6s; with --tune, per point: 2s]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     duration: Option<Duration>,
 
     /// Load before measuring, per system
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "1s")]
     warmup: Duration,
 
-    /// The store every system uses. sim: simulated in this process.
+    /// The store every system uses: the simulated one, or a PostgreSQL or
+    /// Redis server
+    ///
+    /// sim: simulated in this process.
     /// postgres://USER@HOST:PORT/DATABASE: a PostgreSQL server, where
     /// ferry-load creates a table ferry_load_keys (key bigint primary key,
     /// version bigint, value bigint; rows 0..K-1 for the keys, -1 for the
@@ -117,33 +128,34 @@ struct Args {
     #[arg(long, value_name = "sim|postgres://…|redis://…", default_value = "sim")]
     store: StoreAddress,
 
-    /// Round trip time of one request to the simulated store (a batch makes
-    /// two: read, write). 0 answers at once, measuring the systems' own
+    /// Round trip time of one request to the simulated store
+    ///
+    /// A batch makes two: read, write. 0 answers at once, measuring the systems' own
     /// overhead. A real store's round trip is its own
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "1ms")]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "1ms")]
     store_rtt: Duration,
 
     /// What each request to the simulated store costs beyond its round
     /// trip, per key it touches: a batch's read and write pay it once, a
     /// trip's once per key (no cost without a round trip)
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "5us")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "5us")]
     store_key_cost: Duration,
 
     /// Leave ferry's (or batcher's) shards unpinned (by default each is
-    /// pinned to its CPU when the machine has enough)
-    #[arg(long)]
+    /// pinned to a CPU of this process's affinity set when it has enough)
+    #[arg(long, hide_short_help = true)]
     no_pin: bool,
 
     /// How long a ferry (or batcher) shard that ran out of work keeps looking
     /// for more (yielding its CPU between looks) before it dozes: no wake-up
     /// needed for what arrives meanwhile, for CPU time nobody else wanted
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "50us")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "50us")]
     spin_before_park: Duration,
 
     /// How long a ferry (or batcher) shard then dozes (blocked on a futex,
     /// woken by input or a store answer with one system call) before it parks
     /// in glommio, whose sleep and wake-up cost far more
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "2ms")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "2ms")]
     doze_before_park: Duration,
 
     /// The time slice each ferry (or batcher) shard's thread asks Linux for
@@ -151,13 +163,15 @@ struct Args {
     /// 0 for the kernel's own): short, so that a generator woken by an answer
     /// on a shared core waits for the shard's round to end instead of
     /// preempting it
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "100us")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "100us")]
     sched_slice: Duration,
 
-    /// The runtime of ferry's (or batcher's) shards: auto (glommio where it
-    /// can start, else tokio: a container without io_uring, a low locked-memory
-    /// limit), glommio, or tokio. With a real --store, tokio (its client
-    /// needs a tokio reactor on the shard's thread)
+    /// The runtime of ferry's (or batcher's) shards: auto, glommio or tokio
+    ///
+    /// auto: glommio where it can start, else tokio (a container without
+    /// io_uring, a low locked-memory limit), the report saying why. With a
+    /// real --store, tokio, so that its client's I/O stays on the shard's
+    /// own thread
     #[arg(long, value_name = "auto|glommio|tokio", default_value = "auto", value_parser = parse_runtime)]
     runtime: ferry::Runtime,
 
@@ -167,10 +181,12 @@ struct Args {
 
     /// How long a partial batch waits for more inputs (ferry, single-lock;
     /// batcher, single-lock-fifo)
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "0")]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "0")]
     max_batch_delay: Duration,
 
-    /// Batches in flight at once per ferry (or batcher) shard; single-lock and
+    /// Batches in flight at once per ferry (or batcher) shard
+    ///
+    /// Single-lock and
     /// single-lock-fifo run this many workers, and unkeyed batch-aint-one
     /// allows its key this many batches, per shard (of the largest shard
     /// count measured)
@@ -180,17 +196,22 @@ struct Args {
     /// Waiting inputs at most: per shard for ferry and batcher, in total for
     /// single-lock and single-lock-fifo, per key for batch-aint-one (in total
     /// when unkeyed)
-    #[arg(long, value_name = "Q", default_value_t = 1_000_000)]
+    #[arg(
+        long,
+        hide_short_help = true,
+        value_name = "Q",
+        default_value_t = 1_000_000
+    )]
     max_queueing: usize,
 
     /// Keys' batches per trip at most (ferry-trips); multi-key's batches
     /// hold up to this many times --max-batch-size inputs
-    #[arg(long, value_name = "N", default_value_t = ferry::DEFAULT_MAX_TRIP_BATCHES)]
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = ferry::DEFAULT_MAX_TRIP_BATCHES)]
     max_trip_batches: usize,
 
     /// Trips in flight at once per ferry-trips shard; multi-key runs this
     /// many workers per shard (of the largest shard count measured)
-    #[arg(long, value_name = "M", default_value_t = 4)]
+    #[arg(long, hide_short_help = true, value_name = "M", default_value_t = 4)]
     max_trips_in_flight: usize,
 
     /// Systems to run, in order, of those --mode names [default:
@@ -203,56 +224,88 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
 
-    /// Also draw the results as one SVG picture at this path: latency by
-    /// percentile, a curve per system and shard count; with --sweep-shards
+    /// Also draw the results as one SVG picture at this path
+    ///
+    /// Latency by percentile, a curve per system and shard count; with --sweep-shards
     /// of two or more counts, throughput by shards below it
     #[arg(long, value_name = "PATH.svg")]
     plot: Option<PathBuf>,
 
     /// Load generator threads (separate from shards and runtimes)
-    #[arg(long, value_name = "G", default_value_t = 2)]
+    #[arg(long, hide_short_help = true, value_name = "G", default_value_t = 2)]
     generators: usize,
 
     /// Worker threads of the tokio runtime used by single-lock,
     /// single-lock-fifo and batch-aint-one
-    #[arg(long, value_name = "T", default_value_t = 2)]
+    #[arg(long, hide_short_help = true, value_name = "T", default_value_t = 2)]
     tokio_workers: usize,
 
     /// After the measured time, how long to wait for outstanding inputs
     /// before counting them lost
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "10s")]
     drain_timeout: Duration,
 
     /// Open loop: inputs awaited at once per generator at most; past it,
     /// sending waits (and the wait counts in the latency)
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(
+        long,
+        hide_short_help = true,
+        value_name = "N",
+        default_value_t = 100_000
+    )]
     outstanding_max: usize,
 
     /// Seed for key choice
-    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    #[arg(long, hide_short_help = true, value_name = "SEED", default_value_t = 1)]
     seed: u64,
 
     /// The overload scenario: callers give up on an input not answered
-    /// within D (they drop its future; a closed-loop client sends its next
+    /// within D
+    ///
+    /// They drop its future; a closed-loop client sends its next
     /// one). Such inputs count as timed out, not lost. Adds ferry-withdraw
     /// to the default systems, and an overload section to the report
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
 
     /// The overload scenario: the simulated store's round trips take FACTOR
     /// times as long from AFTER into the measured window, for LENGTH (e.g.
-    /// 10x@2s+2s). Reports goodput before, during and after, and recovery
+    /// 10x@2s+2s)
+    ///
+    /// Reports goodput before, during and after, and recovery
     #[arg(long, value_name = "FACTORx@AFTER+LENGTH", value_parser = parse_slowdown)]
     store_slowdown: Option<Slowdown>,
 
     /// ferry-withdraw's max_queue_time: an input waiting this long unsent is
     /// handed back expired [default: nine tenths of --timeout, so that it
     /// goes before its caller does]
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     max_queue_time: Option<Duration>,
 
-    /// The handover scenario (docs/scale-out.md), on a real --store: owners
-    /// in separate processes, each with its own engine (--shards tokio
+    /// A fault at the real --store during each system's run, AT after its
+    /// measured window starts; repeatable
+    ///
+    /// restart@AT: the server stopped
+    /// hard and started again by --restart-command, then waited for.
+    /// kill-connections@AT: every client connection ended by the server
+    /// (pg_terminate_backend, CLIENT KILL). stall:D@AT: the systems'
+    /// traffic held for D (with any fault, their connections go through a
+    /// loopback proxy of ferry-load's own). Reports, per system, the faults,
+    /// the inputs answered with success, an error or an unknown outcome,
+    /// the time from each fault to the first success after it, and the
+    /// read-back verdict (every success applied, nothing applied twice)
+    #[arg(long, value_name = "KIND@AT")]
+    fault: Vec<Fault>,
+
+    /// --fault restart@…: the command that stops the store's server hard
+    /// and starts it again (run through sh -c; ferry-load then waits until
+    /// the server answers again)
+    #[arg(long, hide_short_help = true, value_name = "CMD")]
+    restart_command: Option<String>,
+
+    /// The handover scenario (docs/scale-out.md), on a real --store
+    ///
+    /// Owners in separate processes, each with its own engine (--shards tokio
     /// shards, one connection each), producing each key's next sequence
     /// numbers; --moves times a share of the keys moves to another owner.
     /// A batch reads the key's row and appends its seqs on the condition of
@@ -263,30 +316,73 @@ struct Args {
     handover: bool,
 
     /// --handover: owners (processes)
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = 2)]
     instances: usize,
 
     /// --handover: moves during the run, spread evenly; each moves every
     /// other key of one owner to the next
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = 4)]
     moves: usize,
 
     /// --handover: how long after a key's new owner is assigned it the old
     /// owner is told it lost it (a zombie meanwhile, batches in flight). 0:
     /// revoke, flush, then assign (the graceful handover)
-    #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "20ms")]
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "20ms")]
     handover_lag: Duration,
 
     /// --handover: leave the owner epoch out of the write's condition (the
     /// control): a stale owner's writes then land, and the read-back counts
     /// seqs applied twice and out of order instead of failing on them
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     no_fence: bool,
 
     /// --handover: inputs of one key submitted and not yet answered on its
     /// owner, at most
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = 4)]
     handover_outstanding: usize,
+
+    /// Search ferry-trips' settings instead of comparing systems
+    ///
+    /// A coordinate search: from --shards, --max-trips-in-flight and
+    /// --max-trip-batches (each value joins its list), one setting at a time
+    /// over its values (shards: 1
+    /// to the CPUs this process may use, or --sweep-shards; --tune-slots;
+    /// --tune-trip-batches) around the best point so far, in passes until
+    /// one finds nothing better, no point run twice, at most --tune-points.
+    /// Prints every point's throughput and p99, then the best: the highest
+    /// throughput with nothing lost, the read-back matching and p99 within
+    /// --tune-p99. --duration defaults to 2s a point. Exits 1 if a point
+    /// failed its checks or none met the budget
+    #[arg(long)]
+    tune: bool,
+
+    /// --tune: the p99 latency budget; the best is the fastest point within it
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
+    tune_p99: Option<Duration>,
+
+    /// --tune: points measured at most
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = ferry_bench::tune::DEFAULT_MAX_POINTS)]
+    tune_points: usize,
+
+    /// --tune: the slots (--max-trips-in-flight) tried
+    #[arg(
+        long,
+        hide_short_help = true,
+        value_name = "N,N,..",
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16"
+    )]
+    tune_slots: Vec<usize>,
+
+    /// --tune: the keys' batches per trip (--max-trip-batches) tried
+    #[arg(
+        long,
+        hide_short_help = true,
+        value_name = "N,N,..",
+        value_delimiter = ',',
+        default_value = "16,64,256,1024"
+    )]
+    tune_trip_batches: Vec<usize>,
 
     /// Run as owner N of a --handover run, told what to do on stdin (the
     /// coordinator starts these)
@@ -306,7 +402,11 @@ impl Args {
 
     /// `--duration`, or its default for the mode.
     fn duration(&self) -> Duration {
-        let default = if self.handover { 6 } else { 4 };
+        let default = match (self.handover, self.tune) {
+            (true, _) => 6,
+            (false, true) => 2,
+            (false, false) => 4,
+        };
         self.duration.unwrap_or(Duration::from_secs(default))
     }
 
@@ -359,11 +459,90 @@ impl Args {
                 self.store
             ));
         }
+        self.check_faults()?;
         if self.handover || self.handover_worker.is_some() {
             return self.check_handover();
         }
+        if self.tune {
+            return self.check_tune();
+        }
         self.systems()?;
         Ok(())
+    }
+
+    fn check_faults(&self) -> Result<(), String> {
+        let restarts = self.fault.iter().any(|f| f.kind == FaultKind::Restart);
+        if self.restart_command.is_some() && !restarts {
+            return Err("--restart-command is for --fault restart@AT".to_string());
+        }
+        if self.fault.is_empty() {
+            return Ok(());
+        }
+        if !self.store.is_real() {
+            return Err("--fault injects faults at a real store: use it with --store postgres://… or --store redis://…".to_string());
+        }
+        if self.handover || self.tune || self.mode != Keying::Keyed {
+            return Err(
+                "--fault is for comparing systems in --mode keyed (not with --handover or --tune)"
+                    .to_string(),
+            );
+        }
+        if restarts
+            && self
+                .restart_command
+                .as_deref()
+                .is_none_or(|c| c.trim().is_empty())
+        {
+            return Err("--fault restart@…: ferry-load does not own the server; give the command that stops it hard and starts it again with --restart-command 'CMD' (run through sh -c)".to_string());
+        }
+        if let Some(late) = self.fault.iter().find(|f| f.at >= self.duration()) {
+            return Err(format!(
+                "--fault {late}: AT must fall within the measured window (--duration {})",
+                format_duration(self.duration())
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_tune(&self) -> Result<(), String> {
+        if self.mode != Keying::Keyed {
+            return Err("--tune searches ferry-trips' settings: --mode keyed only".to_string());
+        }
+        if !self.compare.iter().all(|name| name == "ferry-trips") {
+            return Err("--tune runs ferry-trips only: leave out --compare".to_string());
+        }
+        self.tune_plan().map(drop)
+    }
+
+    /// `--tune`'s plan: shards 1 to the CPUs (or --sweep-shards), the
+    /// slots and trip sizes of --tune-slots and --tune-trip-batches, from
+    /// the flags' settings (the CPUs, or the sweep's largest count).
+    fn tune_plan(&self) -> Result<ferry_bench::tune::Plan, String> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let shards = if self.sweep_shards.is_empty() {
+            (1..=cpus).collect()
+        } else {
+            self.sweep_shards.clone()
+        };
+        let start_shards = self.shards.unwrap_or(if shards.contains(&cpus) {
+            cpus
+        } else {
+            shards.iter().copied().max().unwrap_or(cpus)
+        });
+        ferry_bench::tune::Plan::new(
+            ferry_bench::tune::Grid {
+                shards,
+                slots: self.tune_slots.clone(),
+                trip_batches: self.tune_trip_batches.clone(),
+            },
+            ferry_bench::tune::Point {
+                shards: start_shards,
+                slots: self.max_trips_in_flight,
+                trip_batches: self.max_trip_batches,
+            },
+            self.tune_points,
+            self.tune_p99,
+        )
     }
 
     fn check_handover(&self) -> Result<(), String> {
@@ -484,6 +663,10 @@ impl Args {
         if let Some(slow) = self.store_slowdown {
             described += &format!(", store slowdown {slow}");
         }
+        if !self.fault.is_empty() {
+            let faults: Vec<String> = self.fault.iter().map(Fault::to_string).collect();
+            described += &format!(", faults {}", faults.join(", "));
+        }
         described
     }
 }
@@ -507,9 +690,7 @@ impl Compared {
     fn has_shards(self) -> bool {
         matches!(
             self,
-            Compared::Keyed(
-                SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips
-            )
+            Compared::Keyed(SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips)
                 | Compared::Unkeyed(UnkeyedKind::Batcher)
         )
     }
@@ -524,6 +705,7 @@ fn main() -> ExitCode {
     let ran = match args.handover_worker {
         Some(_) => handover_worker(&args).map(|()| true),
         None if args.handover => run_handover(&args),
+        None if args.tune => run_tune(&args),
         None => run(&args),
     };
     match ran {
@@ -555,6 +737,31 @@ fn run_handover(args: &Args) -> Result<bool, String> {
     let report = handover::run(&settings)?;
     print!("{}", handover::report::text(&report));
     Ok(handover::report::passed(&report))
+}
+
+/// `--tune`: the search of ferry-trips' settings on the store, then its
+/// report; `Ok(false)` if a point failed its checks or none met the budget.
+fn run_tune(args: &Args) -> Result<bool, String> {
+    let plan = args.tune_plan()?;
+    let sampler = KeySampler::new(args.dist, args.keys())?;
+    let store = Store::open(&args.store, args.keys(), args.store_rtt)?;
+    if let Some(sim) = store.as_sim() {
+        sim.set_key_cost(args.store_key_cost);
+    }
+    let heading = args.describe().replace(" per system", " per point");
+    let ran = ferry_bench::tune::run_cli(
+        &settings(args),
+        &load(args, sampler),
+        store,
+        plan,
+        &heading,
+        args.json.as_deref(),
+        args.plot.as_deref(),
+    );
+    let stopped = store.stop();
+    let clean = ran?;
+    stopped.map_err(|problem| format!("cleaning up: {problem}"))?;
+    Ok(clean)
 }
 
 /// `--handover-worker N`: one owner of a handover run.
@@ -590,12 +797,20 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
     let settings = settings(args);
     let load = load(args, sampler);
     let systems = args.systems()?;
+    let faults = Faults::prepare(args.fault.clone(), args.restart_command.clone(), store)?;
     eprintln!("ferry-load: {}", args.describe());
     note_idle_batcher_shards(args, &systems);
     let mut runs: Vec<RunResult> = Vec::new();
     for system in systems {
         for shards in shard_runs(args, system) {
-            runs.push(run_one(system, shards, &settings, store, &load)?);
+            runs.push(run_one(
+                system,
+                shards,
+                &settings,
+                store,
+                &load,
+                faults.as_ref(),
+            )?);
         }
     }
     report_runs(args, &runs);
@@ -686,6 +901,7 @@ fn run_one(
     settings: &Settings,
     store: Store,
     load: &Load,
+    faults: Option<&Faults>,
 ) -> Result<RunResult, String> {
     // The systems without shards get as many workers (or batches at once)
     // as the sharded one has slots at its largest shard count, and as many
@@ -708,13 +924,14 @@ fn run_one(
         }
     };
     let result = match system {
-        Compared::Keyed(kind) => ferry_bench::run::run(
+        Compared::Keyed(kind) => ferry_bench::run::run_with_faults(
             kind,
             shards,
             single_lock_workers,
             settings,
             store,
             load,
+            faults,
             on_progress,
         ),
         Compared::Unkeyed(kind) => ferry_bench::run::run_unkeyed(
@@ -744,6 +961,7 @@ fn run_one(
 fn report_runs(args: &Args, runs: &[RunResult]) {
     println!();
     print!("{}", report::table(runs));
+    print!("{}", report::legend(runs));
     println!();
     let reference = match args.mode {
         Keying::Keyed => SystemKind::Ferry.name(),
@@ -757,6 +975,7 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
     print!("{}", report::store_timing(runs));
     print!("{}", report::idle_stages(runs));
     print!("{}", report::engine_figures(runs));
+    print!("{}", report::faults(runs));
     print!("{}", report::read_backs(runs));
     print!("{}", report::server_cpu(runs));
 }
@@ -832,6 +1051,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn faults_need_a_real_store_a_restart_command_and_a_time_in_the_window() {
+        let check = |argv: &[&str]| {
+            let mut full = vec!["ferry-load", "--duration", "4s"];
+            full.extend_from_slice(argv);
+            Args::try_parse_from(full).expect("the flags parse").check()
+        };
+        let pg = ["--store", "postgres://ferry@127.0.0.1:5432/postgres"];
+        let with = |more: &[&'static str]| [&pg[..], more].concat();
+        assert_eq!(check(&with(&["--fault", "kill-connections@1s"])), Ok(()));
+        assert_eq!(
+            check(&with(&[
+                "--fault",
+                "restart@1s",
+                "--fault",
+                "stall:500ms@2s",
+                "--restart-command",
+                "systemctl restart postgresql"
+            ])),
+            Ok(())
+        );
+        for (argv, said) in [
+            (vec!["--fault", "restart@1s"], "real store"),
+            (with(&["--fault", "restart@1s"]), "--restart-command"),
+            (with(&["--fault", "stall:100ms@4s"]), "measured window"),
+            (with(&["--restart-command", "true"]), "--fault restart@AT"),
+            (
+                with(&["--fault", "kill-connections@1s", "--mode", "unkeyed"]),
+                "--mode keyed",
+            ),
+        ] {
+            let refused = check(&argv).expect_err("refused");
+            assert!(refused.contains(said), "{argv:?}: {refused}");
+        }
+        assert!(Args::try_parse_from(["ferry-load", "--fault", "reboot@1s"]).is_err());
+    }
+
     fn systems_of(argv: &[&str]) -> Result<Vec<&'static str>, String> {
         let args = Args::try_parse_from(argv).expect("the flags parse");
         args.check()?;
@@ -842,7 +1098,14 @@ mod tests {
     fn each_mode_has_its_own_systems_and_refuses_the_other_modes() {
         assert_eq!(
             systems_of(&["ferry-load"]),
-            Ok(vec!["ferry", "single-lock", "batch-aint-one", "unbatched"])
+            Ok(vec![
+                "ferry",
+                "ferry-trips",
+                "single-lock",
+                "batch-aint-one",
+                "multi-key",
+                "unbatched"
+            ])
         );
         assert_eq!(
             systems_of(&["ferry-load", "--mode", "unkeyed"]),

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::faults::FaultSeen;
 use crate::load::{Load, Measured, Phase, Progress};
 use crate::overload::{Goodput, Slowdown, Waste};
 use crate::store::Contents;
@@ -43,10 +44,18 @@ pub struct RunResult {
     pub submitted: u64,
     /// Inputs answered with success (whole run).
     pub completed: u64,
-    /// Inputs answered with an error (whole run).
+    /// Inputs answered with an error (whole run) that leaves nothing
+    /// applied.
     pub failed: u64,
+    /// Inputs answered with an error that leaves their outcome at the
+    /// store unknown (whole run): the connection failed after the write
+    /// was sent. The read-back tells how many were applied.
+    pub unknown: u64,
+    /// The sum of those inputs (wrapping).
+    pub unknown_sum: u64,
     /// Inputs the store applied (whole run), as read back from it after
-    /// the run; equals `completed` when no input was lost.
+    /// the run; equals `completed` when no input was lost and no outcome
+    /// is unknown.
     pub applied: u64,
     /// The sum of the inputs answered with success (wrapping).
     pub completed_sum: u64,
@@ -78,6 +87,9 @@ pub struct RunResult {
     /// The runtime the shards ran on, `glommio` or `tokio` (ferry and
     /// batcher only).
     pub runtime: Option<String>,
+    /// Why `--runtime auto` chose tokio, when it did: what refused glommio
+    /// here, or the real store.
+    pub runtime_reason: Option<String>,
     /// The time slice the shards' threads ran with, as the kernel reported
     /// it before they closed (ferry and batcher only).
     pub sched_slice: Option<String>,
@@ -87,6 +99,11 @@ pub struct RunResult {
     pub timed_out: u64,
     /// The overload scenario's figures (with `--store-slowdown`).
     pub overload: Option<OverloadResult>,
+    /// The faults injected at the store during the run (`--fault`), each
+    /// with the time to the first success after it; not in the JSON
+    /// without faults.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultSeen>,
     /// The latency histogram the percentiles above come from, ns: every
     /// percentile, for `--plot`'s curves. Not in the JSON.
     #[serde(skip)]
@@ -249,6 +266,8 @@ impl RunResult {
             submitted: measured.submitted,
             completed: measured.done,
             failed: measured.failed,
+            unknown: measured.unknown,
+            unknown_sum: measured.unknown_sum,
             applied: held.inputs,
             completed_sum: measured.done_sum,
             applied_sum: held.sum,
@@ -261,10 +280,12 @@ impl RunResult {
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
             parks_per_s: measured.idle.map(|idle| per_second(idle.parks)),
             runtime: None,
+            runtime_reason: None,
             sched_slice: None,
             expired: measured.expired,
             timed_out: measured.timed_out,
             overload: None,
+            faults: Vec::new(),
             latency: latency.clone(),
             engine: None,
         }
@@ -277,12 +298,30 @@ impl RunResult {
     /// nobody was told which: with callers that timed out, the store must
     /// hold at least the inputs answered with success and at most those
     /// and the timed out ones (the sums cannot tell more).
+    ///
+    /// So may an input answered with an unknown outcome: with such inputs
+    /// (and no timeouts), every success must be applied (the store holds
+    /// at least as many inputs as were answered with success, and at least
+    /// their sum), and nothing applied twice nor applied though it failed
+    /// (what it holds beyond them is at most the unknown inputs, and their
+    /// sum at most the unknown inputs' sum).
     pub fn read_back_matches(&self) -> bool {
         if self.timed_out > 0 {
             return self.completed <= self.applied
-                && self.applied <= self.completed + self.timed_out;
+                && self.applied <= self.completed + self.timed_out + self.unknown;
+        }
+        if self.unknown > 0 {
+            return self.completed <= self.applied
+                && self.applied - self.completed <= self.unknown
+                && self.applied_sum.wrapping_sub(self.completed_sum) <= self.unknown_sum;
         }
         self.applied == self.completed && self.applied_sum == self.completed_sum
+    }
+
+    /// The inputs applied beyond those answered with success: the unknown
+    /// outcomes that were applied, when the read-back matches.
+    pub fn unknown_applied(&self) -> u64 {
+        self.applied.saturating_sub(self.completed)
     }
 
     /// `ferry (2 shards)` or `single-lock`.
@@ -364,6 +403,45 @@ pub fn table(runs: &[RunResult]) -> String {
 /// layout.
 const SYSTEM_COLUMN_WIDTH_MIN: usize = 15;
 
+/// What each system of the table is, one line each, in the table's order,
+/// so that the table can be read without the docs.
+///
+/// ```
+/// let legend = ferry_bench::report::legend(&[]);
+/// assert!(legend.is_empty());
+/// ```
+pub fn legend(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let mut told: Vec<&str> = Vec::new();
+    for run in runs {
+        let system = run.system.as_str();
+        if told.contains(&system) {
+            continue;
+        }
+        told.push(system);
+        if let Some(what) = about(system) {
+            let _ = writeln!(out, "{system}: {what}");
+        }
+    }
+    out
+}
+
+/// One line on what `system` is.
+fn about(system: &str) -> Option<&'static str> {
+    Some(match system {
+        "ferry" => "this engine: per-key batches, at most one in flight per key, on shards of its own",
+        "ferry-withdraw" => "ferry, withdrawing inputs whose callers gave up and expiring those past --max-queue-time",
+        "ferry-trips" => "ferry with a trip function: the batches of many keys in one request",
+        "single-lock" => "the design Ferry grew from: every key's lane behind one mutex, workers shared by all keys, on tokio",
+        "batch-aint-one" => "the batching crate batch-aint-one (0.16, from crates.io), on tokio: per key, one batch in flight at a time (unkeyed: every input on one key)",
+        "multi-key" => "the DataLoader way: batches of (key, input) pairs, one request each, a key possibly in two at once",
+        "unbatched" => "no batching: one store round trip per input, serialised per key",
+        "batcher" => "this engine unkeyed (ferry::Batcher): one stream, many batches in flight per shard",
+        "single-lock-fifo" => "one FIFO behind one mutex, workers shared by all inputs, on tokio",
+        _ => return None,
+    })
+}
+
 /// The throughput of `reference` (`ferry`, or `batcher` unkeyed) over each
 /// other system's, from the run of `reference` with the highest throughput.
 pub fn ratios(runs: &[RunResult], reference: &str) -> String {
@@ -387,16 +465,24 @@ pub fn ratios(runs: &[RunResult], reference: &str) -> String {
     out
 }
 
-/// How often each run's shards slept, and how (ferry's and batcher's runs
-/// only): many parks a second mean the shards' doze is shorter than their
-/// idle gaps.
+/// What each run's shards ran on, with what time slice, and how often
+/// they slept, and how (ferry's and batcher's runs only): many parks a
+/// second mean the shards' doze is shorter than their idle gaps.
 pub fn idle_stages(runs: &[RunResult]) -> String {
     let mut out = String::new();
+    let mut slice_told = false;
     for run in runs {
         if let Some(runtime) = &run.runtime {
-            let _ = writeln!(out, "shards' runtime, {}: {runtime}", run.label());
+            let why = run
+                .runtime_reason
+                .as_ref()
+                .map_or(String::new(), |why| format!(" (auto chose it: {why})"));
+            let _ = writeln!(out, "shards' runtime, {}: {runtime}{why}", run.label());
         }
         if let Some(slice) = &run.sched_slice {
+            if !std::mem::replace(&mut slice_told, true) {
+                let _ = writeln!(out, "{SLICE_LEGEND}");
+            }
             let _ = writeln!(out, "shards' time slice, {}: {slice}", run.label());
         }
         if let (Some(dozes), Some(parks)) = (run.dozes_per_s, run.parks_per_s) {
@@ -458,9 +544,18 @@ pub fn engine_figures(runs: &[RunResult]) -> String {
     out
 }
 
+/// What the time-slice lines report, said once above them.
+const SLICE_LEGEND: &str = "shards' time slice: each shard thread's slice as the kernel reported it at the end of the run (--sched-slice while the shard's rounds answer many inputs, the kernel's own at light load)";
+
+/// What the lines of `store_timing` measure, said once above them.
+const LATENESS_LEGEND: &str = "store answers past due: how long after its round trip was up the simulated store's thread delivered each answer (its own wake-up lateness on this machine, the same for every system; a part of every latency above)";
+
 /// How precisely the store kept its round trip in each run.
 pub fn store_timing(runs: &[RunResult]) -> String {
     let mut out = String::new();
+    if runs.iter().any(|run| run.store_late_p50_us.is_some()) {
+        let _ = writeln!(out, "{LATENESS_LEGEND}");
+    }
     for run in runs {
         if let (Some(p50), Some(p99), Some(max)) = (
             run.store_late_p50_us,
@@ -542,8 +637,16 @@ pub fn problems(runs: &[RunResult]) -> Vec<String> {
             ));
         }
         if run.lost == 0 && !run.read_back_matches() {
+            let unknown = if run.unknown > 0 {
+                format!(
+                    " and {} summing to {} with an unknown outcome",
+                    run.unknown, run.unknown_sum
+                )
+            } else {
+                String::new()
+            };
             problems.push(format!(
-                "{}: read back, the store holds {} inputs summing to {}, but {} inputs summing to {} were answered with success",
+                "{}: read back, the store holds {} inputs summing to {}, but {} inputs summing to {} were answered with success{unknown}",
                 run.label(),
                 run.applied,
                 run.applied_sum,
@@ -556,10 +659,24 @@ pub fn problems(runs: &[RunResult]) -> Vec<String> {
 }
 
 /// What each run's read-back found: the store holding exactly the inputs
-/// answered with success, or not (then [`problems`] says so too).
+/// answered with success, or not (then [`problems`] says so too). A run
+/// with unknown outcomes gets the verdict of [`RunResult::read_back_matches`]
+/// in words: every success applied, how many unknown outcomes were, and
+/// nothing applied twice.
 pub fn read_backs(runs: &[RunResult]) -> String {
     let mut out = String::new();
     for run in runs {
+        if run.unknown > 0 && run.timed_out == 0 {
+            let _ = writeln!(
+                out,
+                "read back, {}: {} inputs summing to {}; {}",
+                run.label(),
+                thousands(run.applied),
+                thousands(run.applied_sum),
+                unknown_verdict(run),
+            );
+            continue;
+        }
         let verdict = if run.read_back_matches() {
             "exactly the inputs answered with success"
         } else {
@@ -572,6 +689,59 @@ pub fn read_backs(runs: &[RunResult]) -> String {
             thousands(run.applied),
             thousands(run.applied_sum),
         );
+    }
+    out
+}
+
+/// The read-back of a run with unknown outcomes, in words.
+fn unknown_verdict(run: &RunResult) -> String {
+    let successes = if run.applied >= run.completed
+        && run.applied_sum.wrapping_sub(run.completed_sum) <= run.unknown_sum
+    {
+        "every success applied".to_string()
+    } else if run.applied < run.completed {
+        format!(
+            "NOT every success applied: {} fewer inputs than the successes",
+            thousands(run.completed - run.applied)
+        )
+    } else {
+        "NOT the successes: the sums do not add up".to_string()
+    };
+    let extra = run.unknown_applied();
+    let twice = if extra <= run.unknown {
+        format!(
+            "{} of {} unknown outcomes applied, nothing applied twice",
+            thousands(extra),
+            thousands(run.unknown)
+        )
+    } else {
+        format!(
+            "{} inputs applied beyond the successes, more than the {} unknown outcomes: applied twice, or applied though answered as failed",
+            thousands(extra),
+            thousands(run.unknown)
+        )
+    };
+    format!("{successes}, {twice}")
+}
+
+/// The faults injected into each run (`--fault`): how many, how the inputs
+/// were answered, and per fault when the store was back and when the first
+/// success came after it.
+pub fn faults(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs.iter().filter(|run| !run.faults.is_empty()) {
+        let _ = writeln!(
+            out,
+            "faults, {}: {} injected; inputs answered with success {}, with an error {}, with an unknown outcome {}",
+            run.label(),
+            run.faults.len(),
+            thousands(run.completed),
+            thousands(run.failed),
+            thousands(run.unknown),
+        );
+        for seen in &run.faults {
+            let _ = writeln!(out, "  {}", seen.describe());
+        }
     }
     out
 }
@@ -653,6 +823,8 @@ impl RunResult {
             submitted: 10,
             completed: 10,
             failed: 0,
+            unknown: 0,
+            unknown_sum: 0,
             applied: 10,
             completed_sum: 55,
             applied_sum: 55,
@@ -665,10 +837,12 @@ impl RunResult {
             dozes_per_s: None,
             parks_per_s: None,
             runtime: None,
+            runtime_reason: None,
             sched_slice: None,
             expired: 0,
             timed_out: 0,
             overload: None,
+            faults: Vec::new(),
             latency: crate::store::new_histogram(),
             engine: None,
         }
@@ -741,6 +915,43 @@ mod tests {
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(micros(12.34), "12.3");
         assert_eq!(micros(12_345.6), "12,346");
+    }
+
+    #[test]
+    fn the_legend_says_once_what_each_system_is() {
+        let legend = legend(&[
+            run("ferry", Some(1), 1.0),
+            run("ferry", Some(2), 1.0),
+            run("batch-aint-one", None, 1.0),
+        ]);
+        let lines: Vec<&str> = legend.lines().collect();
+        assert_eq!(lines.len(), 2, "{legend}");
+        assert!(lines[1].starts_with("batch-aint-one: the batching crate"));
+        assert!(lines[1].contains("crates.io"), "{legend}");
+    }
+
+    #[test]
+    fn the_slice_and_lateness_figures_come_with_what_they_mean() {
+        let mut ferry = run("ferry", Some(2), 1.0);
+        ferry.sched_slice = Some("shard 0 1400 µs, shard 1 100 µs".to_string());
+        ferry.runtime = Some("tokio".to_string());
+        ferry.runtime_reason = Some("io_uring is turned off".to_string());
+        ferry.store_late_p50_us = Some(20.0);
+        ferry.store_late_p99_us = Some(100.0);
+        ferry.store_late_max_us = Some(900.0);
+        let stages = idle_stages(std::slice::from_ref(&ferry));
+        assert!(stages.contains("as the kernel reported it"), "{stages}");
+        assert!(stages.contains("shard 0 1400 µs"), "{stages}");
+        assert!(
+            stages.contains("tokio (auto chose it: io_uring is turned off)"),
+            "{stages}"
+        );
+        let timing = store_timing(&[ferry]);
+        assert!(
+            timing.starts_with("store answers past due: how long"),
+            "{timing}"
+        );
+        assert!(timing.contains("the same for every system"), "{timing}");
     }
 
     #[test]
@@ -837,6 +1048,56 @@ mod tests {
         assert_eq!(
             server_cpu(&[on_server, run("unbatched", None, 1.0)]),
             "store server CPU, ferry (1 shard): 12.50 µs per input (0.00 s in all)\n"
+        );
+    }
+
+    #[test]
+    fn unknown_outcomes_bound_what_the_read_back_may_hold_beyond_the_successes() {
+        // 10 successes summing to 55, and 4 unknown outcomes summing to 40.
+        let mut two_landed = run("ferry", Some(2), 1.0);
+        two_landed.unknown = 4;
+        two_landed.unknown_sum = 40;
+        two_landed.applied = 12;
+        two_landed.applied_sum = 55 + 21;
+        assert!(two_landed.read_back_matches());
+        let told = read_backs(std::slice::from_ref(&two_landed));
+        assert_eq!(
+            told,
+            "read back, ferry (2 shards): 12 inputs summing to 76; every success applied, \
+             2 of 4 unknown outcomes applied, nothing applied twice\n"
+        );
+        let twice = RunResult {
+            applied: 15,
+            applied_sum: 55 + 40,
+            ..two_landed.clone()
+        };
+        let missing = RunResult {
+            applied: 9,
+            applied_sum: 50,
+            ..two_landed.clone()
+        };
+        let sums_off = RunResult {
+            applied_sum: 55 + 41,
+            ..two_landed.clone()
+        };
+        for wrong in [&twice, &missing, &sums_off] {
+            assert!(!wrong.read_back_matches(), "{wrong:?}");
+            assert_eq!(problems(std::slice::from_ref(wrong)).len(), 1);
+        }
+        assert!(
+            read_backs(&[twice]).contains("applied twice, or applied though answered as failed")
+        );
+        assert!(read_backs(&[missing]).contains("NOT every success applied: 1 fewer"));
+        let json = serde_json::to_value(JsonReport {
+            command: String::new(),
+            store: "postgres",
+            runs: &[two_landed],
+        })
+        .unwrap();
+        assert_eq!(json["runs"][0]["unknown"], 4);
+        assert!(
+            json["runs"][0].get("faults").is_none(),
+            "no faults, no field"
         );
     }
 

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use crate::cpu::process_cpu_time;
+use crate::faults::{FaultKind, FaultSeen, Faults, Injector};
 use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
 use crate::report::{EngineFigures, OverloadResult, RunResult};
@@ -34,6 +35,33 @@ pub fn run(
     load: &Load,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
+    run_with_faults(
+        kind,
+        shards,
+        single_lock_workers,
+        settings,
+        store,
+        load,
+        None,
+        on_progress,
+    )
+}
+
+/// [`run`], with `faults` injected at the store during the run, each at
+/// its offset from the measured window's start (see [`crate::faults`]);
+/// the result tells each fault as the run saw it. `faults` must have been
+/// prepared on `store` before.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_faults(
+    kind: SystemKind,
+    shards: Option<usize>,
+    single_lock_workers: usize,
+    settings: &Settings,
+    store: Store,
+    load: &Load,
+    faults: Option<&Faults>,
+    on_progress: impl FnMut(&Progress),
+) -> Result<RunResult, String> {
     store.reset()?;
     let could_not_start = |err: String| format!("{kind} did not start: {err}");
     let connections = settings.pool_connections;
@@ -43,27 +71,27 @@ pub fn run(
             let shards = shards.unwrap_or(1);
             let system =
                 FerrySystem::start(settings, shards, store, kind).map_err(could_not_start)?;
-            measure(name, Some(shards), system, store, load, on_progress)
+            measure(name, Some(shards), system, store, load, faults, on_progress)
         }
         SystemKind::MultiKey => {
             let workers = settings.max_trips_in_flight * connections;
             let system = SingleLockFifo::start(settings, workers, store, connections, Apply::Keys)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            measure(name, None, system, store, load, faults, on_progress)
         }
         SystemKind::SingleLock => {
             let system = SingleLock::start(settings, single_lock_workers, store, connections)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            measure(name, None, system, store, load, faults, on_progress)
         }
         SystemKind::BatchAintOne => {
             let system =
                 BatchAintOne::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            measure(name, None, system, store, load, faults, on_progress)
         }
         SystemKind::Unbatched => {
             let system = Unbatched::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            measure(name, None, system, store, load, faults, on_progress)
         }
     }
 }
@@ -89,18 +117,17 @@ pub fn run_unkeyed(
         UnkeyedKind::Batcher => {
             let shards = shards.unwrap_or(1);
             let system = BatcherSystem::start(settings, shards, store).map_err(could_not_start)?;
-            measure(name, Some(shards), system, store, load, on_progress)
+            measure(name, Some(shards), system, store, load, None, on_progress)
         }
         UnkeyedKind::BatchAintOne => {
             let system = BatchAintOne::start_unkeyed(settings, slots, store, connections)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            measure(name, None, system, store, load, None, on_progress)
         }
         UnkeyedKind::SingleLockFifo => {
-            let system =
-                SingleLockFifo::start(settings, slots, store, connections, Apply::Stream)
-                    .map_err(could_not_start)?;
-            measure(name, None, system, store, load, on_progress)
+            let system = SingleLockFifo::start(settings, slots, store, connections, Apply::Stream)
+                .map_err(could_not_start)?;
+            measure(name, None, system, store, load, None, on_progress)
         }
     }
 }
@@ -111,6 +138,7 @@ fn measure<S: System>(
     mut system: S,
     store: Store,
     load: &Load,
+    faults: Option<&Faults>,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     let conflicts_before = store.conflicts();
@@ -121,7 +149,11 @@ fn measure<S: System>(
     let slowed = slow_down(store, load)?;
     overload::watch(load.timeout.is_some());
     let _ = overload::take_waste();
+    // Its window starts a warm-up from now, as `drive` puts it.
+    let injector = faults.map(|faults| faults.start(store, Instant::now() + load.warmup));
     let measured = drive(&system, load, on_progress);
+    // Every fault is over, and the store back, before the read-back.
+    let injected = injector.map(Injector::finish).transpose();
     let waste = overload::take_waste();
     overload::watch(false);
     let cpu = process_cpu_time().saturating_sub(cpu_before);
@@ -134,22 +166,35 @@ fn measure<S: System>(
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
     }
+    let injected = injected.map_err(|problem| format!("{name}: {problem}"))?;
     let conflicts = store.conflicts() - conflicts_before;
     // Read back once the system is closed, so no batch is still writing.
     let held: Contents = store.contents()?.since(held_before);
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
+    result.runtime_reason = system.runtime_reason();
     result.sched_slice = sched::describe(&slices);
     if let Some(slow) = slowed {
         result.overload = Some(OverloadResult::new(&measured, load, slow, waste));
+    }
+    // After a restart, the server's processes are others: their CPU time
+    // is not this run's.
+    let mut restarted = false;
+    if let Some(injected) = injected {
+        result.faults = FaultSeen::of(&injected, &measured, load.warmup);
+        restarted = injected
+            .iter()
+            .any(|fault| fault.fault.kind == FaultKind::Restart);
     }
     // Read once closed: every input the run admitted is counted.
     result.engine = system
         .engine_stats()
         .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
-    result.server_cpu_us_per_input = server_cpu.map(|time| per_input_us(time, measured.done));
+    result.server_cpu_us_per_input = server_cpu
+        .filter(|_| !restarted)
+        .map(|time| per_input_us(time, measured.done));
     if measured.gave_up {
         // Leak it rather than block on inputs that will never come back.
         std::mem::forget(system);

@@ -7,24 +7,28 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::time::Duration;
 
-/// The slice of each live shard thread of this process, in the order of
-/// their names; empty where `/proc` says nothing.
+/// The slice of each live shard thread of this process, with its shard's
+/// number, in the order of those numbers; empty where `/proc` says nothing.
 ///
 /// A shard's thread is named `ferry-shard-N`; glommio starts a helper
 /// thread of the same name, which has run next to nothing: of the threads
 /// of one name, the one that has run longest is the shard's.
-pub fn shard_slices() -> Vec<Duration> {
+pub fn shard_slices() -> Vec<(usize, Duration)> {
     let Ok(tasks) = fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
-    let mut busiest: BTreeMap<String, (f64, Duration)> = BTreeMap::new();
+    let mut busiest: BTreeMap<usize, (f64, Duration)> = BTreeMap::new();
     for task in tasks.flatten() {
         let Ok(comm) = fs::read_to_string(task.path().join("comm")) else {
             continue;
         };
-        if !comm.starts_with("ferry-shard-") {
+        let Some(shard) = comm
+            .trim()
+            .strip_prefix("ferry-shard-")
+            .and_then(|n| n.parse().ok())
+        else {
             continue;
-        }
+        };
         let Ok(sched) = fs::read_to_string(task.path().join("sched")) else {
             continue;
         };
@@ -32,14 +36,15 @@ pub fn shard_slices() -> Vec<Duration> {
         else {
             continue;
         };
-        let entry = busiest
-            .entry(comm.trim().to_string())
-            .or_insert((ran, slice));
+        let entry = busiest.entry(shard).or_insert((ran, slice));
         if ran > entry.0 {
             *entry = (ran, slice);
         }
     }
-    busiest.into_values().map(|(_, slice)| slice).collect()
+    busiest
+        .into_iter()
+        .map(|(shard, (_, slice))| (shard, slice))
+        .collect()
 }
 
 /// The `se.slice` line of a thread's `sched` file, in nanoseconds.
@@ -55,17 +60,18 @@ fn field(sched: &str, name: &str) -> Option<f64> {
     line.rsplit(':').next()?.trim().parse().ok()
 }
 
-/// The slices of a run's shards in words: one figure when they agree.
-pub fn describe(slices: &[Duration]) -> Option<String> {
-    let (&first, rest) = slices.split_first()?;
+/// The slices of a run's shards in words, each figure named by its shard:
+/// one figure for all when they agree.
+pub fn describe(slices: &[(usize, Duration)]) -> Option<String> {
+    let (&(_, first), rest) = slices.split_first()?;
     let micros = |slice: Duration| format!("{} µs", slice.as_micros());
-    if rest.iter().all(|&slice| slice == first) {
-        Some(micros(first))
+    if rest.iter().all(|&(_, slice)| slice == first) {
+        Some(format!("every shard {}", micros(first)))
     } else {
         Some(
             slices
                 .iter()
-                .map(|&s| micros(s))
+                .map(|&(shard, slice)| format!("shard {shard} {}", micros(slice)))
                 .collect::<Vec<_>>()
                 .join(", "),
         )
@@ -88,10 +94,13 @@ mod tests {
     fn describes_agreeing_and_differing_shards() {
         let short = Duration::from_micros(100);
         assert_eq!(describe(&[]), None);
-        assert_eq!(describe(&[short, short]).as_deref(), Some("100 µs"));
         assert_eq!(
-            describe(&[short, Duration::from_micros(1400)]).as_deref(),
-            Some("100 µs, 1400 µs")
+            describe(&[(0, short), (1, short)]).as_deref(),
+            Some("every shard 100 µs")
+        );
+        assert_eq!(
+            describe(&[(0, Duration::from_micros(1400)), (1, short)]).as_deref(),
+            Some("shard 0 1400 µs, shard 1 100 µs")
         );
     }
 

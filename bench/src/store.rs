@@ -48,7 +48,7 @@ use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::Either;
 use hdrhistogram::Histogram;
@@ -440,6 +440,55 @@ impl Store {
         }
     }
 
+    /// The server's host and port, as its URL gives them (where
+    /// `--fault`'s proxy forwards to); an error for the sim, or a server
+    /// reached through a Unix socket.
+    pub fn server_address(self) -> Result<(String, u16), String> {
+        match self {
+            Store::Sim(_) => Err("the simulated store has no server".to_string()),
+            Store::Postgres(pg) => pg.server_address(),
+            Store::Redis(redis) => redis.server_address(),
+        }
+    }
+
+    /// Sends the connections made from now on for batches ([`connect`](Self::connect),
+    /// and so every system's) to `proxy` on this machine instead of the
+    /// server; the store's own connection (set-up, reset, read-back, the
+    /// faults' admin work) keeps going to the server directly.
+    pub fn route_through(self, proxy: std::net::SocketAddr) -> Result<(), String> {
+        match self {
+            Store::Sim(_) => Err("the simulated store has no connections to route".to_string()),
+            Store::Postgres(pg) => {
+                pg.route_through(proxy);
+                Ok(())
+            }
+            Store::Redis(redis) => redis.route_through(proxy),
+        }
+    }
+
+    /// Ends every client connection of the server but the store's own, by
+    /// the server's own means (PostgreSQL's `pg_terminate_backend` of the
+    /// database's other client backends, Redis's `CLIENT KILL TYPE normal
+    /// SKIPME yes`); answers how many it ended.
+    pub fn kill_connections(self) -> Result<u64, String> {
+        match self {
+            Store::Sim(_) => Err("the simulated store has no connections to end".to_string()),
+            Store::Postgres(pg) => pg.kill_connections(),
+            Store::Redis(redis) => redis.kill_connections(),
+        }
+    }
+
+    /// Makes the store's own connection again and reads the store through
+    /// it: `Ok` once the server accepts connections and answers reads
+    /// (after a restart, its recovery or loading done).
+    pub fn reconnect_admin(self) -> Result<(), String> {
+        match self {
+            Store::Sim(_) => Ok(()),
+            Store::Postgres(pg) => pg.reconnect_admin(),
+            Store::Redis(redis) => redis.reconnect_admin(),
+        }
+    }
+
     /// Ends the store once traffic has ended: the sim's thread stops; a real
     /// store's table is dropped, or its keys deleted.
     pub fn stop(self) -> Result<(), String> {
@@ -550,56 +599,322 @@ impl Connection {
 /// ferry's shards does on its one connection. A checkout pool, one batch per
 /// connection at a time, would instead cap the system at as many batches in
 /// flight as connections, a limit ferry does not have.
+///
+/// A real store's connection comes back after it breaks, as a ferry
+/// shard's does through `ferry::Reconnect`: a batch whose error
+/// [breaks the connection](StoreError::breaks_connection) marks its slot
+/// down, and the next batch given that slot connects again (on the pool's
+/// runtime), with the same backoff ([`RECONNECT_FIRST`] doubling up to
+/// [`RECONNECT_MAX`]); meanwhile, and while the attempt is under way, the
+/// slot's batches fail at once with [`StoreError::Unreachable`] (nothing
+/// sent).
 #[derive(Debug)]
 pub struct Pool {
-    connections: Box<[Connection]>,
+    pooled: Box<[Pooled]>,
     next: AtomicUsize,
+}
+
+/// The first wait after a failed attempt to connect again, for ferry's
+/// shards (`ferry::Reconnect`'s own default) and the pools alike.
+pub const RECONNECT_FIRST: Duration = ferry::DEFAULT_RECONNECT_FIRST;
+
+/// The longest wait between attempts to connect again, for ferry's shards
+/// and the pools alike: how late after a store's return a connection may
+/// come back (`ferry::Reconnect`'s default is 2 s; `ferry-load` keeps its
+/// attempts closer, a refused connection costing next to nothing).
+pub const RECONNECT_MAX: Duration = Duration::from_millis(500);
+
+/// One of a pool's connections, as [`Pool::get`] hands it out: the sim, or
+/// a slot of a real store's connection that comes back after it breaks.
+#[derive(Clone, Debug)]
+pub enum Pooled {
+    /// The simulated store, called directly.
+    Sim(&'static SimStore),
+    /// A real store's connection.
+    Real(Arc<Slot>),
+}
+
+/// A real store's pooled connection, made again after it breaks.
+pub struct Slot {
+    store: Store,
+    /// Where connections are made (their I/O tasks run there).
+    runtime: tokio::runtime::Handle,
+    link: std::sync::Mutex<SlotLink>,
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let link = match &*self.lock() {
+            SlotLink::Up { .. } => "up",
+            SlotLink::Connecting { .. } => "connecting",
+            SlotLink::Down { .. } => "down",
+        };
+        f.debug_struct("Slot").field("link", &link).finish()
+    }
+}
+
+/// Where a slot's link stands; `made` counts the connections made, so that
+/// a report about one already replaced is ignored.
+enum SlotLink {
+    Up {
+        connection: Connection,
+        made: u64,
+    },
+    Connecting {
+        wait: Duration,
+        made: u64,
+    },
+    Down {
+        retry_at: Instant,
+        wait: Duration,
+        why: String,
+        made: u64,
+    },
+}
+
+impl Slot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotLink> {
+        self.link
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// The slot's connection, connecting first if it is down and its
+    /// backoff has passed; `Unreachable` at once otherwise.
+    async fn connection(&self) -> Result<(Connection, u64), StoreError> {
+        let now = Instant::now();
+        let (wait, made) = {
+            let mut link = self.lock();
+            match &*link {
+                SlotLink::Up { connection, made } => return Ok((connection.clone(), *made)),
+                SlotLink::Connecting { .. } => {
+                    return Err(StoreError::Unreachable(
+                        "the store is unreachable (reconnecting); nothing was sent".to_string(),
+                    ))
+                }
+                SlotLink::Down { retry_at, why, .. } if now < *retry_at => {
+                    return Err(StoreError::Unreachable(format!(
+                        "the store is unreachable (next attempt in {:?}): {why}; nothing was sent",
+                        *retry_at - now
+                    )))
+                }
+                SlotLink::Down { wait, made, .. } => {
+                    let (wait, made) = (*wait, *made);
+                    *link = SlotLink::Connecting { wait, made };
+                    (wait, made)
+                }
+            }
+        };
+        let mut attempt = SlotAttempt {
+            slot: self,
+            done: false,
+        };
+        let store = self.store;
+        let connected = match self.runtime.spawn(store.connect()).await {
+            Ok(connected) => connected,
+            Err(err) => Err(format!("the attempt to connect stopped: {err}")),
+        };
+        attempt.done = true;
+        let mut link = self.lock();
+        match connected {
+            Ok(connection) => {
+                let made = made + 1;
+                *link = SlotLink::Up {
+                    connection: connection.clone(),
+                    made,
+                };
+                Ok((connection, made))
+            }
+            Err(why) => {
+                *link = SlotLink::Down {
+                    retry_at: Instant::now() + wait,
+                    wait: (wait * 2).min(RECONNECT_MAX),
+                    why: why.clone(),
+                    made,
+                };
+                Err(StoreError::Unreachable(format!(
+                    "the store is unreachable: {why}; nothing was sent"
+                )))
+            }
+        }
+    }
+
+    /// A batch found connection `made` broken: the next batch connects
+    /// again, at once.
+    fn broken(&self, made: u64) {
+        let mut link = self.lock();
+        if matches!(&*link, SlotLink::Up { made: current, .. } if *current == made) {
+            *link = SlotLink::Down {
+                retry_at: Instant::now(),
+                wait: RECONNECT_FIRST,
+                why: "the connection broke".to_string(),
+                made,
+            };
+        }
+    }
+
+    /// Runs `work` on the slot's connection, and marks it broken if the
+    /// result says so; without a connection, what `away` makes of why.
+    async fn through<T, F>(
+        self: Arc<Self>,
+        work: impl FnOnce(Connection) -> F,
+        breaks: impl Fn(&T) -> bool,
+        away: impl FnOnce(StoreError) -> T,
+    ) -> T
+    where
+        F: Future<Output = T>,
+    {
+        let (connection, made) = match self.connection().await {
+            Ok(connection) => connection,
+            Err(unreachable) => return away(unreachable),
+        };
+        let done = work(connection).await;
+        if breaks(&done) {
+            self.broken(made);
+        }
+        done
+    }
+}
+
+/// Puts a slot back down if its attempt to connect is dropped half-way.
+struct SlotAttempt<'a> {
+    slot: &'a Slot,
+    done: bool,
+}
+
+impl Drop for SlotAttempt<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let mut link = self.slot.lock();
+        if let SlotLink::Connecting { wait, made } = *link {
+            *link = SlotLink::Down {
+                retry_at: Instant::now(),
+                wait,
+                why: "an attempt to connect was abandoned".to_string(),
+                made,
+            };
+        }
+    }
+}
+
+/// Whether a result broke its connection.
+fn breaks(result: &Result<u64, StoreError>) -> bool {
+    result.as_ref().is_err_and(StoreError::breaks_connection)
+}
+
+impl Pooled {
+    /// [`Connection::apply`] through this connection.
+    #[inline]
+    pub fn apply(
+        &self,
+        key: u64,
+        count: u64,
+        sum: u64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
+        let applying: Applying<_> = match self {
+            Pooled::Sim(sim) => Either::Left(sim.apply(key, count, sum)),
+            Pooled::Real(slot) => Either::Right(Box::pin(Arc::clone(slot).through(
+                move |connection| connection.apply(key, count, sum),
+                breaks,
+                Err,
+            ))),
+        };
+        applying
+    }
+
+    /// [`Connection::apply_many`] through this connection.
+    pub fn apply_many(
+        &self,
+        writes: Vec<Write>,
+    ) -> impl Future<Output = Vec<Result<u64, StoreError>>> + Send + 'static {
+        type Many = Pin<Box<dyn Future<Output = Vec<Result<u64, StoreError>>> + Send>>;
+        let applying: Many = match self {
+            Pooled::Sim(sim) => Box::pin(sim.apply_many(writes)),
+            Pooled::Real(slot) => {
+                let count = writes.len();
+                Box::pin(Arc::clone(slot).through(
+                    move |connection| connection.apply_many(writes),
+                    |done: &Vec<Result<u64, StoreError>>| done.iter().any(breaks),
+                    move |away| vec![Err(away); count],
+                ))
+            }
+        };
+        applying
+    }
+
+    /// [`Connection::apply_unkeyed`] through this connection.
+    #[inline]
+    pub fn apply_unkeyed(
+        &self,
+        count: u64,
+        sum: u64,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
+        let applying: Applying<_> = match self {
+            Pooled::Sim(sim) => Either::Left(sim.apply_unkeyed(count, sum)),
+            Pooled::Real(slot) => Either::Right(Box::pin(Arc::clone(slot).through(
+                move |connection| connection.apply_unkeyed(count, sum),
+                breaks,
+                Err,
+            ))),
+        };
+        applying
+    }
 }
 
 impl Pool {
     /// `connections` connections to `store`, made on `runtime`, whose
-    /// reactor then does their I/O (a real store needs one). The sim gets a
-    /// pool of one: there is nothing to connect, and no counter to bump per
-    /// batch.
+    /// reactor then does their I/O (a real store needs one), and where
+    /// they are made again after they break. The sim gets a pool of one:
+    /// there is nothing to connect, and no counter to bump per batch.
     pub fn open(
         store: Store,
         connections: usize,
         runtime: Option<&tokio::runtime::Runtime>,
     ) -> Result<Pool, String> {
-        let connections = match (store, runtime) {
-            (Store::Sim(sim), _) => vec![Connection::Sim(sim)],
+        let pooled = match (store, runtime) {
+            (Store::Sim(sim), _) => vec![Pooled::Sim(sim)],
             (_, None) => return Err(format!("a {} pool needs a tokio runtime", store.kind())),
             (_, Some(runtime)) => runtime.block_on(async {
                 let mut opened = Vec::with_capacity(connections.max(1));
                 for _ in 0..connections.max(1) {
-                    opened.push(store.connect().await?);
+                    let connection = store.connect().await?;
+                    opened.push(Pooled::Real(Arc::new(Slot {
+                        store,
+                        runtime: runtime.handle().clone(),
+                        link: std::sync::Mutex::new(SlotLink::Up {
+                            connection,
+                            made: 1,
+                        }),
+                    })));
                 }
                 Ok::<_, String>(opened)
             })?,
         };
         Ok(Pool {
-            connections: connections.into_boxed_slice(),
+            pooled: pooled.into_boxed_slice(),
             next: AtomicUsize::new(0),
         })
     }
 
     /// The next connection in turn.
-    pub fn get(&self) -> &Connection {
-        if let [only] = &*self.connections {
+    pub fn get(&self) -> &Pooled {
+        if let [only] = &*self.pooled {
             return only;
         }
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        &self.connections[turn % self.connections.len()]
+        &self.pooled[turn % self.pooled.len()]
     }
 
     /// How many connections it has.
     pub fn len(&self) -> usize {
-        self.connections.len()
+        self.pooled.len()
     }
 
     /// Never: a pool has at least one connection.
     pub fn is_empty(&self) -> bool {
-        self.connections.is_empty()
+        self.pooled.is_empty()
     }
 }
 

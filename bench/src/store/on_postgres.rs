@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio_postgres::config::Host;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
@@ -50,12 +51,15 @@ const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value =
 /// A PostgreSQL server holding the keys.
 pub struct PgStore {
     config: Config,
+    /// Where batches' connections go instead, through `--fault`'s proxy.
+    routed: Mutex<Option<Config>>,
     /// The address as shown (no password).
     shown: String,
     keys: u64,
     conflicts: AtomicU64,
-    /// The postmaster's process id, when the server runs on this machine.
-    postmaster: Option<u32>,
+    /// The postmaster's process id, when the server runs on this machine
+    /// (another after a restart).
+    postmaster: Mutex<Option<u32>>,
     admin: Mutex<Admin>,
 }
 
@@ -99,10 +103,11 @@ impl PgStore {
             .map_err(|err| format!("{shown}: could not create table {TABLE}: {}", said(&err)))?;
         let store = PgStore {
             config,
+            routed: Mutex::new(None),
             shown: shown.to_string(),
             keys,
             conflicts: AtomicU64::new(0),
-            postmaster: u32::try_from(backend).ok().and_then(postmaster_of),
+            postmaster: Mutex::new(u32::try_from(backend).ok().and_then(postmaster_of)),
             admin: Mutex::new(Admin { runtime, client }),
         };
         store.reset()?;
@@ -119,7 +124,8 @@ impl PgStore {
 
     /// A connection of its own, its I/O on the calling thread's runtime.
     pub(super) async fn connect(&'static self) -> Result<Arc<PgConnection>, String> {
-        let client = connect(&self.config, &self.shown).await?;
+        let routed = lock(&self.routed).clone();
+        let client = connect(routed.as_ref().unwrap_or(&self.config), &self.shown).await?;
         let prepare = |sql: &'static str, types: &'static [Type]| {
             let client = &client;
             async move {
@@ -220,9 +226,105 @@ impl PgStore {
             })
     }
 
+    /// The server's host and port, from the URL.
+    pub(super) fn server_address(&self) -> Result<(String, u16), String> {
+        let host = match (
+            self.config.get_hostaddrs().first(),
+            self.config.get_hosts().first(),
+        ) {
+            (Some(address), _) => address.to_string(),
+            (None, Some(Host::Tcp(host))) => host.clone(),
+            (None, Some(Host::Unix(path))) => {
+                return Err(format!(
+                "{}: the server is reached through a Unix socket ({}); --fault needs a TCP address",
+                self.shown,
+                path.display()
+            ))
+            }
+            (None, None) => "localhost".to_string(),
+        };
+        Ok((
+            host,
+            self.config.get_ports().first().copied().unwrap_or(5432),
+        ))
+    }
+
+    /// Batches' connections made from now on go to `proxy` instead, with
+    /// the URL's user, password, database and options.
+    pub(super) fn route_through(&self, proxy: std::net::SocketAddr) {
+        let mut routed = Config::new();
+        routed
+            .host(proxy.ip().to_string())
+            .port(proxy.port())
+            .connect_timeout(CONNECT_TIMEOUT);
+        if let Some(user) = self.config.get_user() {
+            routed.user(user);
+        }
+        if let Some(password) = self.config.get_password() {
+            routed.password(password);
+        }
+        if let Some(dbname) = self.config.get_dbname() {
+            routed.dbname(dbname);
+        }
+        if let Some(options) = self.config.get_options() {
+            routed.options(options);
+        }
+        if let Some(name) = self.config.get_application_name() {
+            routed.application_name(name);
+        }
+        *lock(&self.routed) = Some(routed);
+    }
+
+    /// `pg_terminate_backend` of every other client backend of the
+    /// database; answers how many were ended.
+    pub(super) fn kill_connections(&self) -> Result<u64, String> {
+        const KILL: &str = "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) \
+                            FROM pg_stat_activity \
+                            WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                            AND backend_type = 'client backend'";
+        let admin = lock(&self.admin);
+        let row = admin
+            .runtime
+            .block_on(admin.client.query_one(KILL, &[]))
+            .map_err(|err| {
+                format!(
+                    "{}: could not end the connections: {}",
+                    self.shown,
+                    said(&err)
+                )
+            })?;
+        let ended: i64 = row.try_get(0).map_err(|err| said(&err))?;
+        Ok(ended as u64)
+    }
+
+    /// A new connection of the store's own, in place of the old one once
+    /// it reads the table (after a restart: once recovery is over).
+    pub(super) fn reconnect_admin(&self) -> Result<(), String> {
+        let mut admin = lock(&self.admin);
+        let client = admin.runtime.block_on(connect(&self.config, &self.shown))?;
+        let backend: i32 = admin
+            .runtime
+            .block_on(async {
+                client
+                    .query_one(
+                        &format!("SELECT version FROM {TABLE} WHERE key = {STREAM_KEY}"),
+                        &[],
+                    )
+                    .await?;
+                client
+                    .query_one("SELECT pg_backend_pid()", &[])
+                    .await?
+                    .try_get(0)
+            })
+            .map_err(|err| format!("{}: {}", self.shown, said(&err)))?;
+        admin.client = client;
+        *lock(&self.postmaster) = u32::try_from(backend).ok().and_then(postmaster_of);
+        Ok(())
+    }
+
     /// The postmaster's CPU time with its children's, from `/proc`.
     pub(super) fn server_cpu_time(&self) -> Option<Duration> {
-        let postmaster = self.postmaster?;
+        let postmaster = (*lock(&self.postmaster))?;
         let own = ProcStat::read(postmaster)?;
         let mut ticks = own.utime + own.stime + own.cutime + own.cstime;
         for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -401,7 +503,7 @@ pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, Stri
 /// An error before the write was sent: nothing was applied. The server's
 /// refusal of a statement, or a connection that failed (to be made again).
 fn server_error(err: tokio_postgres::Error) -> StoreError {
-    if err.as_db_error().is_some() {
+    if err.as_db_error().is_some() && !ends_connection(&err) {
         StoreError::Server(said(&err))
     } else {
         StoreError::Disconnected(said(&err))
@@ -413,11 +515,21 @@ fn server_error(err: tokio_postgres::Error) -> StoreError {
 /// connection that failed once the write was sent (applied or not: the
 /// outcome is unknown).
 fn write_error(err: tokio_postgres::Error) -> StoreError {
-    if err.as_db_error().is_some() {
+    if err.as_db_error().is_some() && !ends_connection(&err) {
         StoreError::Server(said(&err))
     } else {
         StoreError::Unknown(said(&err))
     }
+}
+
+/// Whether the server's error ends the session (severity `FATAL`: the
+/// backend terminated by `pg_terminate_backend`, a shutdown, a crash): the
+/// connection is gone as if it had broken, and a write it answers is
+/// counted unknown rather than refused (the server cannot be trusted to
+/// have said so only before the commit).
+fn ends_connection(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error()
+        .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"))
 }
 
 /// tokio-postgres's error with what caused it (its own message is one

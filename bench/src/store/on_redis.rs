@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, RedisError, Script};
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr, RedisError, Script};
 
 use super::{
     admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
@@ -80,6 +80,8 @@ return length - tonumber(ARGV[1])
 /// A Redis server holding the keys.
 pub struct RedisStore {
     client: Client,
+    /// Where batches' connections go instead, through `--fault`'s proxy.
+    routed: Mutex<Option<Client>>,
     /// The address as shown (no password).
     shown: String,
     keys: u64,
@@ -123,6 +125,7 @@ impl RedisStore {
         }
         let store = RedisStore {
             client,
+            routed: Mutex::new(None),
             shown: shown.to_string(),
             keys,
             conflicts: AtomicU64::new(0),
@@ -148,10 +151,76 @@ impl RedisStore {
 
     /// A connection of its own, its I/O on the calling thread's runtime.
     pub(super) async fn connect(&'static self) -> Result<RedisConnection, String> {
+        let routed = lock(&self.routed).clone();
         Ok(RedisConnection {
-            connection: connect(&self.client, &self.shown).await?,
+            connection: connect(routed.as_ref().unwrap_or(&self.client), &self.shown).await?,
             store: self,
         })
+    }
+
+    /// The server's host and port, from the URL.
+    pub(super) fn server_address(&self) -> Result<(String, u16), String> {
+        match self.client.get_connection_info().addr() {
+            ConnectionAddr::Tcp(host, port) => Ok((host.clone(), *port)),
+            _ => Err(format!(
+                "{}: --fault needs a plain TCP address (not TLS, not a Unix socket)",
+                self.shown
+            )),
+        }
+    }
+
+    /// Batches' connections made from now on go to `proxy` instead, with
+    /// the URL's database and credentials.
+    pub(super) fn route_through(&self, proxy: std::net::SocketAddr) -> Result<(), String> {
+        let info = self
+            .client
+            .get_connection_info()
+            .clone()
+            .set_addr(ConnectionAddr::Tcp(proxy.ip().to_string(), proxy.port()));
+        let client = Client::open(info)
+            .map_err(|err| format!("{}: could not route through {proxy}: {err}", self.shown))?;
+        *lock(&self.routed) = Some(client);
+        Ok(())
+    }
+
+    /// `CLIENT KILL TYPE normal SKIPME yes`: every client connection but
+    /// the store's own; answers how many were ended.
+    pub(super) fn kill_connections(&self) -> Result<u64, String> {
+        let mut admin = lock(&self.admin);
+        let Admin {
+            runtime,
+            connection,
+        } = &mut *admin;
+        let ended: u64 = runtime
+            .block_on(
+                redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("normal")
+                    .arg("SKIPME")
+                    .arg("yes")
+                    .query_async(connection),
+            )
+            .map_err(|err| format!("{}: could not end the connections: {err}", self.shown))?;
+        Ok(ended)
+    }
+
+    /// A new connection of the store's own, in place of the old one once
+    /// it reads a key (after a restart: once the data is loaded).
+    pub(super) fn reconnect_admin(&self) -> Result<(), String> {
+        let mut admin = lock(&self.admin);
+        let mut connection = admin.runtime.block_on(connect(&self.client, &self.shown))?;
+        let _: Option<u64> = admin
+            .runtime
+            .block_on(
+                redis::cmd("HGET")
+                    .arg(STREAM)
+                    .arg("version")
+                    .query_async(&mut connection),
+            )
+            .map_err(|err| format!("{}: {err}", self.shown))?;
+        admin.connection = connection;
+        Ok(())
     }
 
     /// Every key, and the stream, to version 0 and value 0.

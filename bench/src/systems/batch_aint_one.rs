@@ -176,6 +176,9 @@ impl System for BatchAintOne {
             match batcher.add(key, input).await {
                 Ok(_) => Outcome::Done,
                 Err(BatchError::Rejected(_)) => Outcome::Refused,
+                Err(BatchError::BatchFailed(err)) if err.is_unknown() => Outcome::Unknown,
+                // The batch's result was lost (its task gone): maybe sent.
+                Err(BatchError::Rx(_)) => Outcome::Unknown,
                 Err(_) => Outcome::Failed,
             }
         })

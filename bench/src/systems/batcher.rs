@@ -16,8 +16,8 @@ use futures::{FutureExt, StreamExt};
 use ferry::{Batcher, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::ferry::{outcome, shard_runtime};
-use crate::systems::{outputs, Call, Outcome, Settings, System};
+use crate::systems::ferry::{outcome, shard_runtime, why_tokio};
+use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System};
 
 type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
 
@@ -25,6 +25,8 @@ type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
 #[derive(Debug)]
 pub struct BatcherSystem {
     batcher: Batcher<u64, u64, StoreError>,
+    /// Why `--runtime auto` gave the shards tokio, if it did.
+    why_tokio: Option<String>,
 }
 
 impl BatcherSystem {
@@ -55,7 +57,7 @@ impl BatcherSystem {
                         async move { applied.await.map(|length| outputs(length, count)) }
                     }
                 })
-                .map_err(|err| err.to_string()),
+                .map_err(|err| in_flags(&err.to_string())),
             None => builder
                 .try_start(move |_shard| async move {
                     let connection = store.connect().await?;
@@ -66,9 +68,10 @@ impl BatcherSystem {
                         async move { applied.await.map(|length| outputs(length, count)) }
                     })
                 })
-                .map_err(|err: StartError<String>| err.to_string()),
+                .map_err(|err: StartError<String>| in_flags(&err.to_string())),
         }?;
-        Ok(Self { batcher })
+        let why_tokio = why_tokio(settings.runtime, store, batcher.runtime_reason());
+        Ok(Self { batcher, why_tokio })
     }
 }
 
@@ -92,6 +95,10 @@ impl System for BatcherSystem {
 
     fn runtime(&self) -> Option<ferry::Runtime> {
         Some(self.batcher.runtime())
+    }
+
+    fn runtime_reason(&self) -> Option<String> {
+        self.why_tokio.clone()
     }
 
     fn engine_stats(&self) -> Option<ferry::ShardStats> {

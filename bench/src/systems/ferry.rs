@@ -11,8 +11,9 @@
 //! tokio reactor on its thread, so with a real store the shards run on
 //! [`ferry::Runtime::Tokio`] (see [`shard_runtime`]).
 //!
-//! Shards are pinned to CPUs `0..shards` when there are that many CPUs (and
-//! `--no-pin` is not given); otherwise they float. The generator and store
+//! Shards are pinned to the first `shards` CPUs of the process's affinity
+//! set when it has that many (and `--no-pin` is not given); otherwise they
+//! float. The generator and store
 //! threads are never pinned, so on a small machine they share the shards'
 //! cores.
 
@@ -26,8 +27,8 @@ use std::rc::Rc;
 
 use ferry::{Engine, FerryError, Reconnect, Runtime, StartError};
 
-use crate::store::{Connection, Store, StoreError, Write};
-use crate::systems::{outputs, Call, Outcome, Settings, System, SystemKind};
+use crate::store::{Connection, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX};
+use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System, SystemKind};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
 /// asked for on the sim; tokio on a real store, whose tokio-based client
@@ -44,12 +45,28 @@ pub fn shard_runtime(asked: Runtime, store: Store) -> Result<Runtime, String> {
     }
 }
 
+/// Why shards started with `asked` on `store` run on tokio, if `asked` was
+/// `Auto`: what the engine says refused glommio (`engine_says`), or the
+/// real store.
+pub fn why_tokio(asked: Runtime, store: Store, engine_says: Option<&str>) -> Option<String> {
+    match engine_says {
+        Some(why) => Some(in_flags(why)),
+        None if asked == Runtime::Auto && store.is_real() => Some(format!(
+            "a {} store's client runs on tokio, where its I/O stays on the shard's own thread",
+            store.kind()
+        )),
+        None => None,
+    }
+}
+
 type FerryOutcome = Result<u64, FerryError<u64, StoreError>>;
 
 /// The engine under load.
 #[derive(Debug)]
 pub struct FerrySystem {
     engine: Engine<u64, u64, u64, StoreError>,
+    /// Why `--runtime auto` gave the shards tokio, if it did.
+    why_tokio: Option<String>,
 }
 
 impl FerrySystem {
@@ -90,8 +107,8 @@ impl FerrySystem {
                     let link = link_to(store).await?;
                     Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| carry(Rc::clone(&link), trip))
                 })
-                .map_err(|err: StartError<String>| err.to_string())?;
-            return Ok(Self { engine });
+                .map_err(|err: StartError<String>| in_flags(&err.to_string()))?;
+            return Ok(Self::of(engine, settings.runtime, store));
         }
         // The sim's batch calls it directly, its future as it is, so the
         // sim's figures pay nothing for the real stores; a real store's
@@ -106,7 +123,7 @@ impl FerrySystem {
                         async move { applied.await.map(|version| outputs(version, count)) }
                     }
                 })
-                .map_err(|err| err.to_string()),
+                .map_err(|err| in_flags(&err.to_string())),
             None => builder
                 .try_start(move |_shard| async move {
                     let link = link_to(store).await?;
@@ -114,9 +131,14 @@ impl FerrySystem {
                         apply_through(Rc::clone(&link), key, inputs)
                     })
                 })
-                .map_err(|err: StartError<String>| err.to_string()),
+                .map_err(|err: StartError<String>| in_flags(&err.to_string())),
         }?;
-        Ok(Self { engine })
+        Ok(Self::of(engine, settings.runtime, store))
+    }
+
+    fn of(engine: Engine<u64, u64, u64, StoreError>, asked: Runtime, store: Store) -> Self {
+        let why_tokio = why_tokio(asked, store, engine.runtime_reason());
+        Self { engine, why_tokio }
     }
 }
 
@@ -124,14 +146,16 @@ impl FerrySystem {
 type Connect = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Connection, String>>>>>;
 
 /// A shard's link to its store: its own connection, made in the factory
-/// and made again after it breaks, with backoff (`ferry::Reconnect`).
+/// and made again after it breaks, with backoff (`ferry::Reconnect`, from
+/// [`RECONNECT_FIRST`] up to [`RECONNECT_MAX`], as the pools' connections).
 pub(crate) type Link = Rc<Reconnect<Connection, Connect>>;
 
 /// Connects a shard to `store`, on the shard's thread; a store that cannot
 /// be reached fails the start.
 pub(crate) async fn link_to(store: Store) -> Result<Link, String> {
     let connect: Connect = Box::new(move || Box::pin(store.connect()));
-    Ok(Rc::new(Reconnect::start(connect).await?))
+    let link = Reconnect::start(connect).await?;
+    Ok(Rc::new(link.backoff(RECONNECT_FIRST, RECONNECT_MAX)))
 }
 
 /// The link's client, or the error every input gets while there is none.
@@ -196,6 +220,8 @@ pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
         Ok(_) => Outcome::Done,
         Err(FerryError::Refused { .. }) => Outcome::Refused,
         Err(FerryError::Expired { .. }) => Outcome::Expired,
+        Err(FerryError::Failed(err)) if err.is_unknown() => Outcome::Unknown,
+        Err(FerryError::Aborted) => Outcome::Unknown,
         Err(_) => Outcome::Failed,
     }
 }
@@ -219,6 +245,10 @@ impl System for FerrySystem {
 
     fn runtime(&self) -> Option<ferry::Runtime> {
         Some(self.engine.runtime())
+    }
+
+    fn runtime_reason(&self) -> Option<String> {
+        self.why_tokio.clone()
     }
 
     fn engine_stats(&self) -> Option<ferry::ShardStats> {

@@ -48,8 +48,17 @@ pub mod unbatched;
 pub enum Outcome {
     /// Applied by the store and answered with its output.
     Done,
-    /// Answered with an error (the batch failed).
+    /// Answered with an error (the batch failed) that leaves nothing
+    /// applied: never sent, refused by the store, or failed before its
+    /// write.
     Failed,
+    /// Answered with an error that leaves its outcome at the store unknown:
+    /// the connection failed after the write was sent
+    /// ([`StoreError::Unknown`](crate::store::StoreError::Unknown)), or the
+    /// system stopped with the batch in flight (ferry's `Aborted`). Applied
+    /// or not, only reading the store back can tell; `ferry-load` never
+    /// sends it again.
+    Unknown,
     /// Answered unsent after waiting its system's longest queueing time
     /// (ferry's `max_queue_time`).
     Expired,
@@ -151,6 +160,12 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// Why the shards run on tokio though `--runtime auto` was asked for,
+    /// in the command line's words; `None` otherwise.
+    fn runtime_reason(&self) -> Option<String> {
+        None
+    }
+
     /// The engine's own figures, `stats().total()`; `None` for a system
     /// that is not this engine.
     fn engine_stats(&self) -> Option<::ferry::ShardStats> {
@@ -184,8 +199,8 @@ pub struct Settings {
     /// Tokio worker threads for single-lock, single-lock-fifo and
     /// batch-aint-one.
     pub tokio_workers: usize,
-    /// Pin ferry's (or batcher's) shards to CPUs `0..shards` (when there
-    /// are that many).
+    /// Pin ferry's (or batcher's) shards to the first `shards` CPUs of the
+    /// process's affinity set (when it has that many).
     pub pin: bool,
     /// How long an idle ferry or batcher shard polls before it dozes.
     pub spin_before_park: Duration,
@@ -210,6 +225,25 @@ pub struct Settings {
     /// Trips in flight at once per `ferry-trips` shard; `multi-key` runs
     /// this many workers per shard of the largest shard count measured.
     pub max_trips_in_flight: usize,
+}
+
+/// A message of the engine's in the command line's words: the engine names
+/// its runtimes as the library's `Runtime` values, the command line as
+/// `--runtime` flags.
+///
+/// ```
+/// use ferry_bench::systems::in_flags;
+///
+/// assert_eq!(
+///     in_flags("or use Runtime::Tokio (Runtime::Auto does so by itself)"),
+///     "or use `--runtime tokio` (`--runtime auto` does so by itself)"
+/// );
+/// ```
+pub fn in_flags(message: &str) -> String {
+    message
+        .replace("Runtime::Tokio", "`--runtime tokio`")
+        .replace("Runtime::Glommio", "`--runtime glommio`")
+        .replace("Runtime::Auto", "`--runtime auto`")
 }
 
 /// What `--mode` compares: per-key batching or one unkeyed stream.

@@ -187,10 +187,15 @@ async fn run_batch(shared: &Shared, batch: Batch<u64, (u64, Reply)>) {
     }
 }
 
+/// An error of a write whose connection failed after it was sent is an
+/// unknown outcome, and so is a reply dropped unsent (its batch was
+/// abandoned, maybe on the wire, as the runtime stopped).
 fn outcome(received: Received) -> Outcome {
     match received {
         Ok(Ok(_)) => Outcome::Done,
-        Ok(Err(_)) | Err(oneshot::Canceled) => Outcome::Failed,
+        Ok(Err(err)) if err.is_unknown() => Outcome::Unknown,
+        Ok(Err(_)) => Outcome::Failed,
+        Err(oneshot::Canceled) => Outcome::Unknown,
     }
 }
 

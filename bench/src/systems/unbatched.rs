@@ -103,6 +103,7 @@ impl System for Unbatched {
 fn outcome(applied: Result<u64, StoreError>) -> Outcome {
     match applied {
         Ok(_) => Outcome::Done,
+        Err(err) if err.is_unknown() => Outcome::Unknown,
         Err(_) => Outcome::Failed,
     }
 }

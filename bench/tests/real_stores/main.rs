@@ -19,10 +19,20 @@
 //! - the handover of `docs/scale-out.md` (`handover.rs`): keys moving
 //!   between two owner processes, fenced by an owner epoch, nothing lost or
 //!   applied twice; and without the fence, the read-back sees the double
-//!   application.
+//!   application;
+//! - faults at the store during a run (`faults.rs`): a restart in place, a
+//!   kill of every connection and a stall, each for ferry, ferry-trips and
+//!   single-lock: nothing lost, every success applied, nothing applied
+//!   twice, serving again after each; and `ferry-load --fault` with all
+//!   three in one run;
+//! - a batch function written for tokio (`tokio_in_batch.rs`): a
+//!   tokio-postgres client and `tokio::time::sleep`, on an engine of the
+//!   default builder (glommio where it can start).
 
+mod faults;
 mod handover;
 mod servers;
+mod tokio_in_batch;
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -48,6 +58,13 @@ const SLOTS: usize = 8;
 
 /// One server's load at a time: the machine has few cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+#[test]
+fn a_tokio_postgres_batch_function_on_the_default_runtime() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let server = servers::postgres();
+    tokio_in_batch::a_tokio_postgres_batch_function_runs_with_the_default_builder(&server);
+}
 
 #[test]
 fn every_system_on_a_private_postgres() {
@@ -81,6 +98,22 @@ fn handover_on_a_private_redis() {
     handover::fenced_handover_holds(&server);
     handover::the_unfenced_control_shows_the_double_application(&server);
     handover::the_command_line_passes_and_leaves_nothing(&server, handover::redis_rows_left);
+}
+
+#[test]
+fn faults_on_a_private_postgres() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let server = servers::postgres_restartable();
+    faults::each_fault_on_each_system(&server);
+    faults::the_command_line_injects_every_fault(&server, postgres_table_exists);
+}
+
+#[test]
+fn faults_on_a_private_redis() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let server = servers::redis_durable();
+    faults::each_fault_on_each_system(&server);
+    faults::the_command_line_injects_every_fault(&server, redis_keys_exist);
 }
 
 #[test]

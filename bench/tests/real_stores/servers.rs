@@ -7,6 +7,15 @@
 //! programs run as `nobody` (through `setpriv`), in a directory handed to
 //! that user. A missing program is a failure that says what to install,
 //! never a skipped test.
+//!
+//! [`postgres_restartable`] and [`redis_durable`] can be restarted in place
+//! (same port, same data) by a script written into their directory,
+//! [`Private::restart_command`], which `ferry-load --restart-command` runs:
+//! a hard stop (PostgreSQL's immediate shutdown, a `SIGKILL` to Redis),
+//! then a start. Such a server runs detached from the test (started and
+//! restarted by its scripts), and is stopped through its pid file.
+//! The durable Redis keeps its data across the kill: append-only file,
+//! `fsync` before every answer.
 
 use std::fs::File;
 use std::io::Read;
@@ -29,10 +38,13 @@ const INSTALL: &str = "install the distribution's packages: `apt-get install -y 
 /// A running private server. Fields drop in order: the server stops, then
 /// its directory goes.
 pub struct Private {
-    process: Process,
+    process: Server,
     dir: TempDir,
     /// Where to reach it: `postgres://…` or `redis://…`.
     pub url: String,
+    /// A shell command that stops the server hard and starts it again in
+    /// place, for `--restart-command` (restartable servers only).
+    pub restart_command: Option<String>,
 }
 
 impl Private {
@@ -43,8 +55,17 @@ impl Private {
 
     /// The server's log so far, for a failure message.
     pub fn log(&self) -> String {
-        read_log(&self.process.log)
+        match &self.process {
+            Server::Child(process) => read_log(&process.log),
+            Server::Detached(server) => read_log(&server.log),
+        }
     }
+}
+
+/// A server process: a child of the test, or one its scripts start.
+enum Server {
+    Child(Process),
+    Detached(Detached),
 }
 
 /// A PostgreSQL server of its own: `initdb` into a temporary directory,
@@ -104,9 +125,183 @@ pub fn postgres() -> Private {
     };
     process.wait_until_ready("database system is ready to accept connections");
     Private {
-        process,
+        process: Server::Child(process),
         dir,
         url: format!("postgres://ferry@127.0.0.1:{port}/postgres"),
+        restart_command: None,
+    }
+}
+
+/// A PostgreSQL server of its own, as [`postgres`], that can be restarted
+/// in place: `start.sh` in its directory starts it (`pg_ctl start`,
+/// waiting until it is ready); `restart.sh` stops it at once
+/// (`pg_ctl stop -m immediate`: SIGQUIT to the postmaster, no checkpoint,
+/// crash recovery at the next start) and starts it again.
+pub fn postgres_restartable() -> Private {
+    let bin = postgres_bin_dir();
+    let runner = Runner::for_postgres();
+    let dir = TempDir::new("postgres");
+    runner.hand_over(&dir.path);
+    let data = dir.path.join("data");
+    let initdb_log = dir.path.join("initdb.log");
+    let status = runner
+        .command(&bin.join("initdb"))
+        .args(["-D"])
+        .arg(&data)
+        .args([
+            "-U",
+            "ferry",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+        ])
+        .stdin(Stdio::null())
+        .stdout(log_file(&initdb_log))
+        .stderr(log_file(&initdb_log))
+        .status()
+        .unwrap_or_else(|err| panic!("could not run {}/initdb: {err}", bin.display()));
+    assert!(
+        status.success(),
+        "initdb failed ({status}):\n{}",
+        read_log(&initdb_log)
+    );
+    let port = free_port();
+    let log = dir.path.join("postgres.log");
+    let pg_ctl = format!("{}{}", runner.prefix(), bin.join("pg_ctl").display());
+    let start = format!(
+        "exec {pg_ctl} -D '{data}' -l '{log}' -w -t 60 -o \"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='{dir}'\" start\n",
+        data = data.display(),
+        log = log.display(),
+        dir = dir.path.display(),
+    );
+    let restart = format!(
+        "{pg_ctl} -D '{data}' -m immediate -w -t 60 stop || exit 1\nexec sh '{start}'\n",
+        data = data.display(),
+        start = dir.path.join("start.sh").display(),
+    );
+    let stop = format!(
+        "{pg_ctl} -D '{data}' -m fast -w -t 20 stop || {pg_ctl} -D '{data}' -m immediate -w -t 20 stop\n",
+        data = data.display(),
+    );
+    let server = Detached::start(&dir.path, "postgres", &start, &restart, &stop, log);
+    Private {
+        process: Server::Detached(server),
+        url: format!("postgres://ferry@127.0.0.1:{port}/postgres"),
+        restart_command: Some(format!("sh '{}'", dir.path.join("restart.sh").display())),
+        dir,
+    }
+}
+
+/// A Redis server of its own, as [`redis`], but keeping its data across a
+/// restart (`--appendonly yes --appendfsync always`: every write in the
+/// append-only file, on disk, before it is answered), and restartable in
+/// place: `restart.sh` kills it (`SIGKILL`) and starts it again, and it
+/// loads its file before it answers.
+pub fn redis_durable() -> Private {
+    let bin = find_in_path("redis-server")
+        .unwrap_or_else(|| panic!("redis-server was not found on $PATH: {INSTALL}"));
+    let dir = TempDir::new("redis");
+    let port = free_port();
+    let log = dir.path.join("redis.log");
+    let pid = dir.path.join("redis.pid");
+    let start = format!(
+        "exec '{bin}' --port {port} --bind 127.0.0.1 --protected-mode yes --save '' \
+         --appendonly yes --appendfsync always --dir '{dir}' --pidfile '{pid}' \
+         --logfile '{log}' --daemonize yes\n",
+        bin = bin.display(),
+        dir = dir.path.display(),
+        pid = pid.display(),
+        log = log.display(),
+    );
+    // Gone, or a zombie nobody reaped: either way no longer serving.
+    let wait_gone = "while [ -e \"/proc/$pid\" ] && ! grep -q ') Z' \"/proc/$pid/stat\" 2>/dev/null; do sleep 0.01; done";
+    let restart = format!(
+        "pid=$(cat '{pid}') || exit 1\nkill -KILL \"$pid\" || exit 1\n{wait_gone}\nexec sh '{start}'\n",
+        pid = pid.display(),
+        start = dir.path.join("start.sh").display(),
+    );
+    let stop = format!(
+        "pid=$(cat '{pid}') || exit 0\nkill -TERM \"$pid\" 2>/dev/null || exit 0\n{wait_gone}\n",
+        pid = pid.display(),
+    );
+    let server = Detached::start(&dir.path, "redis-server", &start, &restart, &stop, log);
+    Private {
+        process: Server::Detached(server),
+        url: format!("redis://127.0.0.1:{port}"),
+        restart_command: Some(format!("sh '{}'", dir.path.join("restart.sh").display())),
+        dir,
+    }
+}
+
+/// A server started, restarted and stopped by scripts in its directory.
+struct Detached {
+    name: &'static str,
+    stop: PathBuf,
+    log: PathBuf,
+}
+
+impl Detached {
+    /// Writes the scripts into `dir` and runs `start.sh`, waiting until
+    /// the server answers on its port.
+    fn start(
+        dir: &Path,
+        name: &'static str,
+        start: &str,
+        restart: &str,
+        stop: &str,
+        log: PathBuf,
+    ) -> Detached {
+        let script = |file: &str, body: &str| {
+            let path = dir.join(file);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}"))
+                .unwrap_or_else(|err| panic!("could not write {}: {err}", path.display()));
+            path
+        };
+        let started = script("start.sh", start);
+        script("restart.sh", restart);
+        let server = Detached {
+            name,
+            stop: script("stop.sh", stop),
+            log,
+        };
+        let status = Command::new("sh")
+            .arg(&started)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap_or_else(|err| panic!("could not run {}: {err}", started.display()));
+        assert!(
+            status.success(),
+            "{name} did not start ({status}):\n{}",
+            read_log(&server.log)
+        );
+        let ready = Instant::now();
+        while !read_log(&server.log).contains("eady to accept connections") {
+            assert!(
+                ready.elapsed() < READY_WITHIN,
+                "{name} was not ready within {READY_WITHIN:?}:\n{}",
+                read_log(&server.log)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        let stopped = Command::new("sh")
+            .arg(&self.stop)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !stopped.as_ref().is_ok_and(|status| status.success()) {
+            eprintln!("{} may not have stopped: {stopped:?}", self.name);
+        }
     }
 }
 
@@ -139,9 +334,10 @@ pub fn redis() -> Private {
     };
     process.wait_until_ready("Ready to accept connections");
     Private {
-        process,
+        process: Server::Child(process),
         dir,
         url: format!("redis://127.0.0.1:{port}"),
+        restart_command: None,
     }
 }
 
@@ -280,6 +476,17 @@ impl Runner {
         if let Some((uid, gid)) = self.unprivileged {
             std::os::unix::fs::chown(dir, Some(uid), Some(gid))
                 .unwrap_or_else(|err| panic!("could not hand {} to nobody: {err}", dir.display()));
+        }
+    }
+
+    /// What a shell command line puts before a program to run it as this
+    /// runner's user.
+    fn prefix(&self) -> String {
+        match self.unprivileged {
+            None => String::new(),
+            Some((uid, gid)) => {
+                format!("setpriv --reuid={uid} --regid={gid} --clear-groups -- ")
+            }
         }
     }
 
