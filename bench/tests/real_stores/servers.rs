@@ -68,14 +68,8 @@ enum Server {
     Detached(Detached),
 }
 
-/// A PostgreSQL server of its own: `initdb` into a temporary directory,
-/// then `postgres` on 127.0.0.1 at a free port, trusting local connections
-/// of user `ferry`.
-pub fn postgres() -> Private {
-    let bin = postgres_bin_dir();
-    let runner = Runner::for_postgres();
-    let dir = TempDir::new("postgres");
-    runner.hand_over(&dir.path);
+/// `initdb` of a cluster in `dir`'s `data`, user `ferry` trusted; its path.
+fn init_cluster(bin: &Path, runner: &Runner, dir: &TempDir) -> PathBuf {
     let data = dir.path.join("data");
     let initdb_log = dir.path.join("initdb.log");
     let status = runner
@@ -101,6 +95,18 @@ pub fn postgres() -> Private {
         "initdb failed ({status}):\n{}",
         read_log(&initdb_log)
     );
+    data
+}
+
+/// A PostgreSQL server of its own: `initdb` into a temporary directory,
+/// then `postgres` on 127.0.0.1 at a free port, trusting local connections
+/// of user `ferry`.
+pub fn postgres() -> Private {
+    let bin = postgres_bin_dir();
+    let runner = Runner::for_postgres();
+    let dir = TempDir::new("postgres");
+    runner.hand_over(&dir.path);
+    let data = init_cluster(&bin, &runner, &dir);
     let port = free_port();
     let log = dir.path.join("postgres.log");
     let child = runner
@@ -142,31 +148,7 @@ pub fn postgres_restartable() -> Private {
     let runner = Runner::for_postgres();
     let dir = TempDir::new("postgres");
     runner.hand_over(&dir.path);
-    let data = dir.path.join("data");
-    let initdb_log = dir.path.join("initdb.log");
-    let status = runner
-        .command(&bin.join("initdb"))
-        .args(["-D"])
-        .arg(&data)
-        .args([
-            "-U",
-            "ferry",
-            "--auth=trust",
-            "-E",
-            "UTF8",
-            "--no-locale",
-            "--no-sync",
-        ])
-        .stdin(Stdio::null())
-        .stdout(log_file(&initdb_log))
-        .stderr(log_file(&initdb_log))
-        .status()
-        .unwrap_or_else(|err| panic!("could not run {}/initdb: {err}", bin.display()));
-    assert!(
-        status.success(),
-        "initdb failed ({status}):\n{}",
-        read_log(&initdb_log)
-    );
+    let data = init_cluster(&bin, &runner, &dir);
     let port = free_port();
     let log = dir.path.join("postgres.log");
     let pg_ctl = format!("{}{}", runner.prefix(), bin.join("pg_ctl").display());
