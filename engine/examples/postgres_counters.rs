@@ -16,6 +16,14 @@
 //! finds another version (someone else wrote) is not updated: the shard
 //! reads it again and retries it, alone of the others.
 //!
+//! The shard's connection is held by a `ferry::Reconnect`: a trip that finds
+//! it dead says so, and the next trip connects again (with backoff, failing
+//! at once meanwhile), so a restart of the server costs errors, not the
+//! engine. A failed addition says whether it was applied: `NotApplied`
+//! (safe to submit again) or `Unknown` (the write was sent and the
+//! connection died: read the account back, or retry only with a fenced
+//! write).
+//!
 //! ```sh
 //! FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \
 //!     cargo run -p ferry --example postgres_counters
@@ -31,7 +39,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::{Engine, Runtime};
+use std::future::Future;
+use std::pin::Pin;
+
+use ferry::{Engine, Reconnect, Runtime};
 use tokio_postgres::{Config, NoTls};
 
 const ACCOUNTS: i64 = 100;
@@ -148,7 +159,7 @@ type Trip = Vec<(i64, Vec<i64>)>;
 async fn serve(config: Config) -> Result<Served, String> {
     let counts = Arc::new(Counts::default());
     let shard_counts = Arc::clone(&counts);
-    let engine: Engine<i64, i64, i64, String> = Engine::builder()
+    let engine: Engine<i64, i64, i64, CountError> = Engine::builder()
         .shards(2)
         .pin(false)
         .runtime(Runtime::Tokio)
@@ -159,20 +170,13 @@ async fn serve(config: Config) -> Result<Served, String> {
             let (config, counts) = (config.clone(), Arc::clone(&shard_counts));
             async move {
                 // On the shard's own thread: its connection, its I/O on the
-                // shard's tokio runtime.
-                let (client, connection) = config
-                    .connect(NoTls)
+                // shard's tokio runtime; made again if it breaks.
+                let connect: Connect = Box::new(move || Box::pin(Connected::to(config.clone())));
+                let link = Reconnect::start(connect)
                     .await
-                    .map_err(|err| format!("{shard} could not connect: {}", describe(&err)))?;
-                tokio::task::spawn_local(async move {
-                    let _ = connection.await;
-                });
-                let read = client.prepare(READ).await.map_err(|err| describe(&err))?;
-                let write = client.prepare(WRITE).await.map_err(|err| describe(&err))?;
+                    .map_err(|err| format!("{shard} could not connect: {err}"))?;
                 let shard = Rc::new(Shard {
-                    client,
-                    read,
-                    write,
+                    link,
                     versions: RefCell::new(HashMap::new()),
                     counts,
                 });
@@ -232,11 +236,58 @@ async fn serve(config: Config) -> Result<Served, String> {
     })
 }
 
-/// A shard's connection and what it remembers of its accounts.
-struct Shard {
+/// Why an addition failed, as its caller needs to know it.
+#[derive(Clone, Debug)]
+enum CountError {
+    /// Nothing was applied: the store refused, or was not reached. Safe to
+    /// submit again.
+    NotApplied(String),
+    /// The connection died after the write was sent: applied or not,
+    /// unknown. Read the account back (its version tells), or retry only
+    /// with a fenced write (docs/scale-out.md), never blindly.
+    Unknown(String),
+}
+
+impl std::fmt::Display for CountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CountError::NotApplied(why) => write!(f, "not applied: {why}"),
+            CountError::Unknown(why) => write!(f, "outcome unknown (the write was sent): {why}"),
+        }
+    }
+}
+
+/// A connection with the trip's statements prepared on it.
+struct Connected {
     client: tokio_postgres::Client,
     read: tokio_postgres::Statement,
     write: tokio_postgres::Statement,
+}
+
+/// How a shard connects, again after its connection breaks.
+type Connect = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Connected, String>>>>>;
+
+impl Connected {
+    /// Connects on this thread (its I/O a task of the shard's runtime) and
+    /// prepares the statements.
+    async fn to(config: Config) -> Result<Connected, String> {
+        let (client, connection) = config.connect(NoTls).await.map_err(|err| describe(&err))?;
+        tokio::task::spawn_local(async move {
+            let _ = connection.await;
+        });
+        let read = client.prepare(READ).await.map_err(|err| describe(&err))?;
+        let write = client.prepare(WRITE).await.map_err(|err| describe(&err))?;
+        Ok(Connected {
+            client,
+            read,
+            write,
+        })
+    }
+}
+
+/// A shard's link to the store and what it remembers of its accounts.
+struct Shard {
+    link: Reconnect<Connected, Connect>,
     /// Each account's version as this shard last wrote or read it.
     versions: RefCell<HashMap<i64, i64>>,
     counts: Arc<Counts>,
@@ -247,13 +298,13 @@ impl Shard {
     /// write, all in one statement; each addition's output is the balance
     /// just after it. An account whose write found another version is read
     /// again and retried, alone of the others.
-    async fn add(self: Rc<Self>, trip: Trip) -> Vec<Result<Vec<i64>, String>> {
-        let mut results: Vec<Result<Vec<i64>, String>> = trip
+    async fn add(self: Rc<Self>, trip: Trip) -> Vec<Result<Vec<i64>, CountError>> {
+        let mut results: Vec<Result<Vec<i64>, CountError>> = trip
             .iter()
             .map(|(account, _)| {
-                Err(format!(
+                Err(CountError::NotApplied(format!(
                     "account {account}: the write found another version {WRITE_ATTEMPTS_MAX} times"
-                ))
+                )))
             })
             .collect();
         let mut left: Vec<usize> = (0..trip.len()).collect();
@@ -280,27 +331,31 @@ impl Shard {
     }
 
     /// One attempt at the trip's accounts `left` (places in `trip`).
-    async fn try_write(&self, trip: &Trip, left: &[usize]) -> Result<Attempt, String> {
+    async fn try_write(&self, trip: &Trip, left: &[usize]) -> Result<Attempt, CountError> {
+        let connected = self
+            .link
+            .client()
+            .await
+            .map_err(|away| CountError::NotApplied(away.to_string()))?;
         let accounts: Vec<i64> = left.iter().map(|&at| trip[at].0).collect();
-        self.remember_versions(&accounts).await?;
+        self.remember_versions(&connected, &accounts).await?;
         // The borrow ends in this block, before any await.
         let expected: Vec<i64> = {
             let versions = self.versions.borrow();
             accounts.iter().map(|account| versions[account]).collect()
         };
         let totals: Vec<i64> = left.iter().map(|&at| trip[at].1.iter().sum()).collect();
-        let rows = self
+        let rows = connected
             .client
-            .query(&self.write, &[&accounts, &expected, &totals])
+            .query(&connected.write, &[&accounts, &expected, &totals])
             .await
-            .map_err(|err| describe(&err))?;
+            .map_err(|err| self.unknown(&connected, &accounts, &err))?;
         let mut after = HashMap::with_capacity(rows.len());
         for row in rows {
-            let account: i64 = row.try_get(0).map_err(|err| describe(&err))?;
-            after.insert(
-                account,
-                row.try_get::<_, i64>(1).map_err(|err| describe(&err))?,
-            );
+            // Written, but not read as expected: what was applied is unknown.
+            let unknown = |err: tokio_postgres::Error| CountError::Unknown(describe(&err));
+            let account: i64 = row.try_get(0).map_err(unknown)?;
+            after.insert(account, row.try_get::<_, i64>(1).map_err(unknown)?);
         }
         let mut attempt = Attempt::default();
         for (((&at, account), version), total) in
@@ -331,7 +386,11 @@ impl Shard {
 
     /// Reads, in one statement, the version of each of `accounts` this
     /// shard does not remember.
-    async fn remember_versions(&self, accounts: &[i64]) -> Result<(), String> {
+    async fn remember_versions(
+        &self,
+        connected: &Rc<Connected>,
+        accounts: &[i64],
+    ) -> Result<(), CountError> {
         let unknown: Vec<i64> = {
             let versions = self.versions.borrow();
             accounts
@@ -346,23 +405,57 @@ impl Shard {
         self.counts
             .reads
             .fetch_add(unknown.len() as u64, Ordering::Relaxed);
-        let rows = self
+        let rows = connected
             .client
-            .query(&self.read, &[&unknown])
+            .query(&connected.read, &[&unknown])
             .await
-            .map_err(|err| describe(&err))?;
+            .map_err(|err| self.not_applied(connected, &err))?;
         let mut versions = self.versions.borrow_mut();
         for row in rows {
-            let account: i64 = row.try_get(0).map_err(|err| describe(&err))?;
-            versions.insert(account, row.try_get(1).map_err(|err| describe(&err))?);
+            let not_applied = |err: tokio_postgres::Error| CountError::NotApplied(describe(&err));
+            let account: i64 = row.try_get(0).map_err(not_applied)?;
+            versions.insert(account, row.try_get(1).map_err(not_applied)?);
         }
         match unknown
             .iter()
             .find(|account| !versions.contains_key(account))
         {
-            Some(missing) => Err(format!("account {missing} has no row")),
+            Some(missing) => Err(CountError::NotApplied(format!(
+                "account {missing} has no row"
+            ))),
             None => Ok(()),
         }
+    }
+
+    /// A failure before the write: nothing applied. A connection that
+    /// failed (rather than the server refusing) is made again by the next
+    /// trip.
+    fn not_applied(&self, connected: &Rc<Connected>, err: &tokio_postgres::Error) -> CountError {
+        if err.as_db_error().is_none() {
+            self.link.broken(connected);
+        }
+        CountError::NotApplied(describe(err))
+    }
+
+    /// A failure of the write: the server's refusal applied nothing (each
+    /// statement is its own transaction); a connection that failed leaves
+    /// the outcome unknown, so the accounts' versions are forgotten (read
+    /// again next time) and the connection is made again.
+    fn unknown(
+        &self,
+        connected: &Rc<Connected>,
+        accounts: &[i64],
+        err: &tokio_postgres::Error,
+    ) -> CountError {
+        if err.as_db_error().is_some() {
+            return CountError::NotApplied(describe(err));
+        }
+        self.link.broken(connected);
+        let mut versions = self.versions.borrow_mut();
+        for account in accounts {
+            versions.remove(account);
+        }
+        CountError::Unknown(describe(err))
     }
 }
 
