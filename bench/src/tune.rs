@@ -43,8 +43,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use plotters::backend::SVGBackend;
-use plotters::chart::ChartBuilder;
-use plotters::coord::combinators::{BindKeyPoints, IntoLogRange};
+use plotters::chart::{ChartBuilder, ChartContext};
+use plotters::coord::cartesian::Cartesian2d;
+use plotters::coord::combinators::{BindKeyPoints, IntoLogRange, LogCoord, WithKeyPoints};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind, IntoDrawingArea};
 use plotters::element::{Circle, Cross, EmptyElement, Text};
@@ -913,10 +915,18 @@ fn ms_label(ms: f64) -> String {
         .to_string()
 }
 
+/// A point drawn on the chart: its number, what was tried, and where
+/// (p99 ms, inputs/s).
+type Drawn<'a> = (usize, &'a Tried, (f64, f64));
+
+/// The chart's plotting area, in its coordinates.
+type Plot<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<WithKeyPoints<LogCoord<f64>>, RangedCoordf64>>;
+
 /// Throughput against p99, a dot per point that has a run.
 fn draw_chart(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
     let budget_ms = tuning.plan.p99_budget_us().map(|us| us / 1_000.0);
-    let drawn: Vec<(usize, &Tried, (f64, f64))> = tuning
+    let drawn: Vec<Drawn<'_>> = tuning
         .tried
         .iter()
         .enumerate()
@@ -925,35 +935,7 @@ fn draw_chart(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
             (run.p99_us > 0.0).then_some((index, tried, (run.p99_us / 1_000.0, run.throughput)))
         })
         .collect();
-    let (mut ms_low, mut ms_high) = drawn
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(low, high), (_, _, (ms, _))| {
-            (low.min(*ms), high.max(*ms))
-        });
-    if let Some(budget) = budget_ms.filter(|&ms| ms > 0.0) {
-        ms_low = ms_low.min(budget);
-        ms_high = ms_high.max(budget);
-    }
-    if !ms_low.is_finite() {
-        (ms_low, ms_high) = (1.0, 10.0);
-    }
-    // Room either side on the log scale, and at least a factor of 4 across.
-    let middle = (ms_low * ms_high).sqrt();
-    let spread = (ms_high / ms_low).max(4.0).sqrt() * 1.3;
-    let (ms_low, ms_high) = (middle / spread, middle * spread);
-    let (per_s_low, per_s_high) = drawn.iter().fold(
-        (f64::INFINITY, 0.0f64),
-        |(low, high), (_, _, (_, per_s))| (low.min(*per_s), high.max(*per_s)),
-    );
-    let per_s_high = per_s_high.max(1.0);
-    // From zero unless every point is in the top part, where zero would
-    // squeeze the differences the search is about into a thin band.
-    let per_s_low = if per_s_low.is_finite() && per_s_low > 0.5 * per_s_high {
-        per_s_low - 0.15 * (per_s_high - per_s_low).max(0.05 * per_s_high)
-    } else {
-        0.0
-    };
-    let per_s_top = per_s_high + 0.12 * (per_s_high - per_s_low);
+    let ((ms_low, ms_high), (per_s_low, per_s_top)) = chart_ranges(&drawn, budget_ms);
     let mut chart = ChartBuilder::on(area)
         .caption(
             "Throughput against p99, a point per setting tried: #number shards/slots/trip batches",
@@ -984,6 +966,53 @@ fn draw_chart(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
         .label_style(("sans-serif", 16))
         .axis_desc_style(("sans-serif", 17))
         .draw()?;
+    draw_budget(&mut chart, tuning, budget_ms, (per_s_low, per_s_top))?;
+    draw_points(&mut chart, tuning, &drawn)?;
+    draw_chosen(&mut chart, tuning, &drawn)
+}
+
+/// The chart's ranges: p99 (ms, log scale, with room either side) and
+/// inputs/s (from zero unless every point is near the top).
+fn chart_ranges(drawn: &[Drawn<'_>], budget_ms: Option<f64>) -> ((f64, f64), (f64, f64)) {
+    let (mut ms_low, mut ms_high) = drawn
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(low, high), (_, _, (ms, _))| {
+            (low.min(*ms), high.max(*ms))
+        });
+    if let Some(budget) = budget_ms.filter(|&ms| ms > 0.0) {
+        ms_low = ms_low.min(budget);
+        ms_high = ms_high.max(budget);
+    }
+    if !ms_low.is_finite() {
+        (ms_low, ms_high) = (1.0, 10.0);
+    }
+    // Room either side on the log scale, and at least a factor of 4 across.
+    let middle = (ms_low * ms_high).sqrt();
+    let spread = (ms_high / ms_low).max(4.0).sqrt() * 1.3;
+    let (ms_low, ms_high) = (middle / spread, middle * spread);
+    let (per_s_low, per_s_high) = drawn.iter().fold(
+        (f64::INFINITY, 0.0f64),
+        |(low, high), (_, _, (_, per_s))| (low.min(*per_s), high.max(*per_s)),
+    );
+    let per_s_high = per_s_high.max(1.0);
+    // From zero unless every point is in the top part, where zero would
+    // squeeze the differences the search is about into a thin band.
+    let per_s_low = if per_s_low.is_finite() && per_s_low > 0.5 * per_s_high {
+        per_s_low - 0.15 * (per_s_high - per_s_low).max(0.05 * per_s_high)
+    } else {
+        0.0
+    };
+    let per_s_top = per_s_high + 0.12 * (per_s_high - per_s_low);
+    ((ms_low, ms_high), (per_s_low, per_s_top))
+}
+
+/// The p99 budget as a dashed line, if there is one.
+fn draw_budget(
+    chart: &mut Plot<'_, '_>,
+    tuning: &Tuning,
+    budget_ms: Option<f64>,
+    (per_s_low, per_s_top): (f64, f64),
+) -> Result<(), DrawError> {
     if let (Some(budget), Some(written)) =
         (budget_ms.filter(|&ms| ms > 0.0), tuning.plan.p99_budget)
     {
@@ -1006,10 +1035,19 @@ fn draw_chart(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
                 ),
         ))?;
     }
+    Ok(())
+}
+
+/// A dot per point (hollow over the budget), a cross per failed one.
+fn draw_points(
+    chart: &mut Plot<'_, '_>,
+    tuning: &Tuning,
+    drawn: &[Drawn<'_>],
+) -> Result<(), DrawError> {
     let budget_us = tuning.plan.p99_budget_us();
     let number_font =
         TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
-    for &(index, tried, at) in &drawn {
+    for &(index, tried, at) in drawn {
         let number = Text::new(
             format!("#{} {}", index + 1, tried.point.short()),
             (7, -5),
@@ -1029,6 +1067,15 @@ fn draw_chart(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
         let dot = Circle::new((0, 0), DOT_PX, style);
         chart.draw_series(std::iter::once(EmptyElement::at(at) + dot + number))?;
     }
+    Ok(())
+}
+
+/// The best point (or the closest to the budget) ringed and named.
+fn draw_chosen(
+    chart: &mut Plot<'_, '_>,
+    tuning: &Tuning,
+    drawn: &[Drawn<'_>],
+) -> Result<(), DrawError> {
     let chosen = match tuning.verdict {
         Verdict::Best(index) => Some((index, "best")),
         Verdict::OverBudget { closest } => Some((closest, "closest")),
@@ -1058,7 +1105,7 @@ fn draw_list(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
             .style(FontStyle::Bold),
     )
     .pos(Pos::new(HPos::Left, VPos::Center));
-    // Right edges of the number columns, then where the note starts.
+    // Right edges of the number columns (the note starts past the last).
     let columns: [(i32, &str); 6] = [
         (62, "#"),
         (120, "shards"),
@@ -1067,56 +1114,76 @@ fn draw_list(area: &Panel<'_>, tuning: &Tuning) -> Result<(), DrawError> {
         (375, "inputs/s"),
         (445, "p99 ms"),
     ];
-    let note_x = 455;
     let header_y = LIST_TOP_PX - LIST_ROW_PX;
     for (x, name) in columns {
         area.draw(&Text::new(name, (x, header_y), right.clone()))?;
     }
-    let budget_us = tuning.plan.p99_budget_us();
     for (row, (index, tried)) in (0i32..).zip(tuning.tried.iter().enumerate()) {
-        let y = LIST_TOP_PX + row * LIST_ROW_PX;
-        let color = shard_color(&tuning.plan.grid, tried.point.shards);
-        if !tried.passed() {
-            area.draw(&Cross::new((16, y), 5, FAILED_COLOR.stroke_width(3)))?;
-        } else if tried.within(budget_us) {
-            area.draw(&Circle::new((16, y), 5, color.filled()))?;
-        } else {
-            area.draw(&Circle::new((16, y), 5, color.stroke_width(2)))?;
-        }
-        let (per_s, p99) = match tried.run() {
-            Some(run) => (thousands(run.throughput.round() as u64), millis(run.p99_us)),
-            None => ("-".to_string(), "-".to_string()),
-        };
-        let cells = [
-            format!("#{}", index + 1),
-            tried.point.shards.to_string(),
-            tried.point.slots.to_string(),
-            tried.point.trip_batches.to_string(),
-            per_s,
-            p99,
-        ];
-        let chosen = matches!(tuning.verdict, Verdict::Best(i) | Verdict::OverBudget { closest: i } if i == index);
-        for ((x, _), cell) in columns.iter().zip(cells) {
-            area.draw(&Text::new(cell, (*x, y), right.clone()))?;
-        }
-        let note = if !tried.passed() {
-            "FAILED"
-        } else if chosen && tried.within(budget_us) {
-            "BEST"
-        } else if chosen {
-            "closest"
-        } else if !tried.within(budget_us) {
-            "over budget"
-        } else {
-            ""
-        };
-        let style = match note {
-            "FAILED" => left.color(&FAILED_COLOR),
-            "BEST" | "closest" => bold.clone(),
-            _ => left.clone(),
-        };
-        area.draw(&Text::new(note, (note_x, y), style))?;
+        draw_list_row(area, tuning, (row, index, tried), &columns, (&left, &bold))?;
     }
+    draw_key(area, tuning, &left)
+}
+
+/// One row of the list: the point's dot, its cells under `columns`, and
+/// what it came to.
+fn draw_list_row(
+    area: &Panel<'_>,
+    tuning: &Tuning,
+    (row, index, tried): (i32, usize, &Tried),
+    columns: &[(i32, &str); 6],
+    (left, bold): (&TextStyle<'_>, &TextStyle<'_>),
+) -> Result<(), DrawError> {
+    let right = left.pos(Pos::new(HPos::Right, VPos::Center));
+    let note_x = 455;
+    let budget_us = tuning.plan.p99_budget_us();
+    let y = LIST_TOP_PX + row * LIST_ROW_PX;
+    let color = shard_color(&tuning.plan.grid, tried.point.shards);
+    if !tried.passed() {
+        area.draw(&Cross::new((16, y), 5, FAILED_COLOR.stroke_width(3)))?;
+    } else if tried.within(budget_us) {
+        area.draw(&Circle::new((16, y), 5, color.filled()))?;
+    } else {
+        area.draw(&Circle::new((16, y), 5, color.stroke_width(2)))?;
+    }
+    let (per_s, p99) = match tried.run() {
+        Some(run) => (thousands(run.throughput.round() as u64), millis(run.p99_us)),
+        None => ("-".to_string(), "-".to_string()),
+    };
+    let cells = [
+        format!("#{}", index + 1),
+        tried.point.shards.to_string(),
+        tried.point.slots.to_string(),
+        tried.point.trip_batches.to_string(),
+        per_s,
+        p99,
+    ];
+    let chosen = matches!(tuning.verdict, Verdict::Best(i) | Verdict::OverBudget { closest: i } if i == index);
+    for ((x, _), cell) in columns.iter().zip(cells) {
+        area.draw(&Text::new(cell, (*x, y), right.clone()))?;
+    }
+    let note = if !tried.passed() {
+        "FAILED"
+    } else if chosen && tried.within(budget_us) {
+        "BEST"
+    } else if chosen {
+        "closest"
+    } else if !tried.within(budget_us) {
+        "over budget"
+    } else {
+        ""
+    };
+    let style = match note {
+        "FAILED" => left.color(&FAILED_COLOR),
+        "BEST" | "closest" => bold.clone(),
+        _ => left.clone(),
+    };
+    area.draw(&Text::new(note, (note_x, y), style))?;
+    Ok(())
+}
+
+/// Under the list: what the colours and marks mean.
+fn draw_key(area: &Panel<'_>, tuning: &Tuning, left: &TextStyle<'_>) -> Result<(), DrawError> {
+    let budget_us = tuning.plan.p99_budget_us();
     let key_y = LIST_TOP_PX + (tuning.tried.len() as i32 + 1) * LIST_ROW_PX;
     let shards: Vec<String> = tuning
         .plan
@@ -1211,18 +1278,7 @@ pub fn run_cli(
     print!("{}", table(&tuning));
     println!();
     print!("{}", conclusion(&tuning));
-    let written_json = json_path.map(|path| {
-        let text = json(&tuning, &command_line(), store.kind())?;
-        std::fs::write(path, text)
-            .map_err(|err| format!("could not write {}: {err}", path.display()))?;
-        eprintln!("ferry-load: wrote {}", path.display());
-        Ok::<(), String>(())
-    });
-    let written_plot = plot_path.map(|path| {
-        write_svg(path, heading, &tuning)?;
-        eprintln!("ferry-load: wrote {}", path.display());
-        Ok::<(), String>(())
-    });
+    let written = write_files(&tuning, store, heading, json_path, plot_path);
     let mut clean = tuning.best().is_some();
     for (index, tried) in tuning.failed() {
         clean = false;
@@ -1233,7 +1289,27 @@ pub fn run_cli(
             tried.problems().join(", ")
         );
     }
-    written_json.transpose()?;
-    written_plot.transpose()?;
+    written?;
     Ok(clean)
+}
+
+/// `--json` and `--plot` of a search, each where asked.
+fn write_files(
+    tuning: &Tuning,
+    store: Store,
+    heading: &str,
+    json_path: Option<&Path>,
+    plot_path: Option<&Path>,
+) -> Result<(), String> {
+    if let Some(path) = json_path {
+        let text = json(tuning, &command_line(), store.kind())?;
+        std::fs::write(path, text)
+            .map_err(|err| format!("could not write {}: {err}", path.display()))?;
+        eprintln!("ferry-load: wrote {}", path.display());
+    }
+    if let Some(path) = plot_path {
+        write_svg(path, heading, tuning)?;
+        eprintln!("ferry-load: wrote {}", path.display());
+    }
+    Ok(())
 }
