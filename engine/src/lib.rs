@@ -33,6 +33,13 @@
 //! engine.join();
 //! ```
 //!
+//! When keys are many and each has few inputs at a time, a key's batch
+//! holds one input and batching one key saves nothing; a trip function
+//! ([`Builder::start_trips`], [`TripFn`]) then carries many keys' batches
+//! in one round trip, each key still in order and at most once in flight.
+//! A shard's client that can break (a store restarting, a connection
+//! dropped) is held by a [`Reconnect`], which makes it again.
+//!
 //! For one undifferentiated stream with no per-key guarantee, [`Batcher`]
 //! batches on the same kind of shards: inputs in admission order, several
 //! batches in flight per shard.
