@@ -387,7 +387,7 @@ Fairness ==
 Spec == Init /\ [][Next]_vars /\ Fairness
 
 -----------------------------------------------------------------------------
-(* Guarantees (SPEC section 1), checked by every configuration *)
+(* Guarantees (docs/guarantees.md), checked by every configuration *)
 
 \* The trips in flight, and the batches in flight (those of every trip).
 TripsInFlight == UNION {flight[s] : s \in ShardIds}

@@ -72,6 +72,7 @@
 pub mod cpu;
 pub mod dist;
 pub mod duration;
+pub mod event_time;
 pub mod faults;
 pub mod handover;
 pub mod load;

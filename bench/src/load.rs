@@ -52,6 +52,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 
 use crate::dist::{KeySampler, Rng};
+use crate::event_time;
 use crate::overload::{self, Slowdown};
 use crate::store::new_histogram;
 use crate::systems::{BatchCounts, IdleCounts, Outcome, System};
@@ -894,6 +895,9 @@ async fn open_input<S: System>(
 /// The input numbered `counter`, sent at `sent`: with a timeout, carrying
 /// its caller's deadline.
 fn input_of(counter: u64, sent: Instant, timeout: Option<Duration>) -> u64 {
+    if let Some(input) = event_time::input_of(counter) {
+        return input; // The event-time scenario runs without a timeout.
+    }
     match timeout {
         Some(timeout) => overload::input_until(sent + timeout, counter),
         None => counter,

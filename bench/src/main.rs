@@ -16,6 +16,7 @@ use clap::Parser;
 
 use ferry_bench::dist::{KeyDist, KeySampler};
 use ferry_bench::duration::{format_duration, parse_duration};
+use ferry_bench::event_time;
 use ferry_bench::faults::{Fault, FaultKind, Faults};
 use ferry_bench::handover;
 use ferry_bench::load::{Load, Mode};
@@ -268,6 +269,27 @@ struct Args {
     #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
 
+    /// The event-time scenario: each input carries an event time up to D
+    /// older than its sending (keyed systems, closed loop or --rate)
+    ///
+    /// Ferry ranks a key's inputs by it; the others keep arrival order.
+    /// Reports, per system, the inputs that reached the store after one of
+    /// the same key with a later event time
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
+    disorder: Option<Duration>,
+
+    /// With --disorder: ferry holds each input until its event time plus
+    /// LATENESS (Order::event_time), so that inputs out of order by less
+    /// than that reach the store in order, at LATENESS of latency
+    #[arg(long, value_name = "LATENESS", value_parser = parse_duration, allow_hyphen_values = true)]
+    event_time: Option<Duration>,
+
+    /// With --event-time: ferry refuses an input whose hold had already
+    /// ended when it arrived (FerryError::Late, counted as refused) instead
+    /// of sending it
+    #[arg(long)]
+    refuse_late: bool,
+
     /// The overload scenario: the simulated store's round trips take FACTOR
     /// times as long from AFTER into the measured window, for LENGTH (e.g.
     /// 10x@2s+2s)
@@ -445,6 +467,7 @@ impl Args {
         if self.duration().is_zero() {
             return Err("--duration must be more than 0".to_string());
         }
+        self.check_event_time()?;
         if self.store_slowdown.is_some() && (self.store.is_real() || self.store_rtt.is_zero()) {
             return Err("--store-slowdown slows the simulated store's round trips: use it with --store sim and a --store-rtt above 0".to_string());
         }
@@ -792,6 +815,62 @@ fn run(args: &Args) -> Result<bool, String> {
     Ok(clean)
 }
 
+impl Args {
+    /// `--disorder`, `--event-time` and `--refuse-late` go together, in
+    /// order, and with no other scenario whose inputs carry their own value.
+    fn check_event_time(&self) -> Result<(), String> {
+        if self.event_time.is_some() && self.disorder.is_none() {
+            return Err(
+                "--event-time holds inputs that carry an event time: add --disorder".to_string(),
+            );
+        }
+        if self.refuse_late && self.event_time.is_none() {
+            return Err(
+                "--refuse-late refuses inputs past their hold: add --event-time".to_string(),
+            );
+        }
+        let other = self.timeout.is_some()
+            || self.per_call > 1
+            || self.mode == Keying::Unkeyed
+            || self.handover
+            || self.tune;
+        if self.disorder.is_some() && other {
+            return Err("--disorder is for keyed systems without --timeout, --per-call, --handover or --tune".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// With `--disorder`: what `system`'s run applied out of order per key.
+fn report_disorder(args: &Args, label: &str) {
+    let Some(disorder) = args.disorder else {
+        return;
+    };
+    let seen = event_time::disorder();
+    if seen.applied == 0 {
+        eprintln!("{label}: event time: not watched (its writes do not report their inputs)");
+        return;
+    }
+    let hold = args.event_time.map_or("no hold".to_string(), |lateness| {
+        format!("hold {}", format_duration(lateness))
+    });
+    let late = seen.late.filter(|_| args.event_time.is_some());
+    let late = late.map_or(String::new(), |(admitted, refused)| {
+        format!(
+            "; arrived after their hold had ended: {} sent unheld, {} refused Late",
+            report::thousands(admitted),
+            report::thousands(refused)
+        )
+    });
+    eprintln!(
+        "{label}: event time (disorder up to {}, ferry: {hold}{}): {} of {} inputs applied out of order per key{late}",
+        format_duration(disorder),
+        if args.refuse_late { ", late refused" } else { "" },
+        report::thousands(seen.out_of_order),
+        report::thousands(seen.applied),
+    );
+}
+
 /// Every system on `store`, then the report.
 fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String> {
     let settings = settings(args);
@@ -800,17 +879,14 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
     let faults = Faults::prepare(args.fault.clone(), args.restart_command.clone(), store)?;
     eprintln!("ferry-load: {}", args.describe());
     note_idle_batcher_shards(args, &systems);
+    event_time::set_scenario(args.disorder, args.event_time, args.refuse_late);
     let mut runs: Vec<RunResult> = Vec::new();
     for system in systems {
         for shards in shard_runs(args, system) {
-            runs.push(run_one(
-                system,
-                shards,
-                &settings,
-                store,
-                &load,
-                faults.as_ref(),
-            )?);
+            event_time::watch(args.disorder.is_some(), args.keys());
+            let run = run_one(system, shards, &settings, store, &load, faults.as_ref())?;
+            report_disorder(args, &run.system);
+            runs.push(run);
         }
     }
     report_runs(args, &runs);

@@ -119,7 +119,7 @@ pub fn percentile_ticks(nines_end: f64) -> Vec<f64> {
 
 /// The points of one latency curve, (position on the percentile axis,
 /// latency in µs), from 0% to the last percentile that `latency` (in ns)
-/// can tell: 1 − 1/count, or [`NINES_MAX`] nines. Empty without inputs.
+/// can tell: 1 − 1/count, or `NINES_MAX` (8) nines. Empty without inputs.
 pub fn latency_curve(latency: &Histogram<u64>) -> Vec<(f64, f64)> {
     if latency.is_empty() {
         return Vec::new();

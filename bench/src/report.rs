@@ -1,6 +1,6 @@
 //! What `ferry-load` shows: the live progress line, the final table (one
 //! row per system and shard count), the ratios against ferry (or batcher,
-//! unkeyed), and the `--json` file (SPEC §6, with a few more fields).
+//! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file).
 
 use std::fmt::Write as _;
 

@@ -1,8 +1,8 @@
 //! Engine overhead with an instant batch function: what Ferry itself costs
 //! per input, measured against a bare cross-thread handoff in the same run.
 //!
-//! `cargo bench -p ferry --bench engine` (optional arguments: seconds per
-//! throughput run, default 5).
+//! `cargo bench -p ferry-engine --bench engine` (optional arguments:
+//! seconds per throughput run, default 5).
 //!
 //! - **handoff**: the floor to approach. Caller threads push into a
 //!   crossbeam `ArrayQueue` per shard; glommio shards (pinned, one per core)
@@ -23,12 +23,13 @@
 //!   same shard (`submit_local`), one input at a time: the thread-per-core
 //!   fast path, with no other thread involved.
 //!
-//! With the features `metrics` and `tracing` (`cargo bench -p ferry --bench
-//! engine --features metrics,tracing`), the same runs with what an operator
-//! would install: a Prometheus recorder (`metrics-exporter-prometheus`,
-//! without its HTTP listener) and a `tracing` registry that keeps every
-//! `ferry` span and event at `DEBUG` (`FERRY_BENCH_TRACING` sets another
-//! filter, e.g. `ferry=info` for no batch spans).
+//! With the features `metrics` and `tracing` (`cargo bench -p ferry-engine
+//! --bench engine --features metrics,tracing`), the same runs with what an
+//! operator would install: a Prometheus recorder
+//! (`metrics-exporter-prometheus`, without its HTTP listener) and a
+//! `tracing` registry that keeps every `ferry` span and event at `DEBUG`
+//! (`FERRY_BENCH_TRACING` sets another filter, e.g. `ferry=info` for no
+//! batch spans).
 //!
 //! Throughput runs keep `IN_FLIGHT` requests outstanding from 2 caller
 //! threads. CPU ns per input is the process's user + system CPU time divided

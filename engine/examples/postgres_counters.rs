@@ -26,7 +26,7 @@
 //!
 //! ```sh
 //! FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \
-//!     cargo run -p ferry --example postgres_counters
+//!     cargo run -p ferry-engine --example postgres_counters
 //! ```
 //!
 //! Without the variable, or with a server that cannot be reached, it says
@@ -61,7 +61,7 @@ const WRITE: &str = "UPDATE ferry_example_accounts AS a \
 
 const HOW_TO: &str = "\
 postgres_counters needs a PostgreSQL server. Set FERRY_POSTGRES_URL, e.g.
-  FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres cargo run -p ferry --example postgres_counters
+  FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres cargo run -p ferry-engine --example postgres_counters
 A private server on 127.0.0.1 only, in a directory of its own (on Debian the
 programs are in /usr/lib/postgresql/<version>/bin):
   initdb -D /tmp/ferry-pg -U ferry --auth=trust

@@ -8,7 +8,7 @@
 //! smallest RSS sample taken after it differ by at most 10%.
 //!
 //! ```text
-//! cargo run --release -p ferry --example soak -- --duration 10m
+//! cargo run --release -p ferry-engine --example soak -- --duration 10m
 //! ```
 //!
 //! Flags (all optional): `--duration 10m`, `--warmup 1m`, `--sample 10s`,

@@ -8,9 +8,9 @@
 //! are logged.
 //!
 //! ```sh
-//! cargo run -p ferry --features metrics,tracing --example tokio_service
+//! cargo run -p ferry-engine --features metrics,tracing --example tokio_service
 //! FERRY_METRICS_PORT=9898 FERRY_HOLD_SECONDS=60 RUST_LOG=info,ferry=debug \
-//!     cargo run -p ferry --features metrics,tracing --example tokio_service
+//!     cargo run -p ferry-engine --features metrics,tracing --example tokio_service
 //! ```
 //!
 //! `FERRY_METRICS_PORT` picks the port (else a free one, printed);

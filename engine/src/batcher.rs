@@ -1,5 +1,6 @@
-//! Unkeyed batching (SPEC §9): one undifferentiated stream, batched as full
-//! as waiting inputs allow, several batches in flight per shard.
+//! Unkeyed batching (docs/guarantees.md#unkeyed-batching): one
+//! undifferentiated stream, batched as full as waiting inputs allow, several
+//! batches in flight per shard.
 //!
 //! A different guarantee from per-key batching, not a special case of it:
 //! there is no key, so no "one batch in flight per key" and no order across
@@ -138,7 +139,8 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// A builder with the defaults of SPEC §3 (less the per-key settings).
+    /// A builder with every setting at its default, less the per-key ones
+    /// (docs/guarantees.md#settings).
     ///
     /// ```
     /// use std::time::Duration;

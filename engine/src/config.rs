@@ -1,6 +1,6 @@
-//! The engine's builder: every setting of SPEC §3, validated at
-//! [`start`](Builder::start) into a [`ConfigError`] that names the field and
-//! the rule.
+//! The engine's builder: every setting (docs/guarantees.md#settings),
+//! validated at [`start`](Builder::start) into a [`ConfigError`] that names
+//! the field and the rule.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -12,7 +12,7 @@ use std::future::Future;
 
 use ferry_shard::parts::{PerBatch, PerTrip, TripLimits};
 use ferry_shard::{
-    usable_cpus, BatchFn, ConfigError, LanesConfig, Order, Runtime, ShardId, TripFn,
+    usable_cpus, BatchFn, ConfigError, Hold, LanesConfig, Order, Runtime, ShardId, TripFn,
     MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
@@ -22,6 +22,9 @@ use crate::start_error::StartError;
 
 /// Weighs an input (default: 1 per input).
 pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
+
+/// Gives an input's boundary value: a batch never mixes two of them.
+pub(crate) type Boundary<I> = Arc<dyn Fn(&I) -> i64 + Send + Sync>;
 
 /// Default `max_in_flight_batches`.
 ///
@@ -178,6 +181,8 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     sched_slice: Duration,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
+    refuse_late: bool,
+    boundary: Option<Boundary<I>>,
     runtime: Runtime,
     trip: TripLimits,
     _types: PhantomData<Types<K, O, E, M>>,
@@ -197,6 +202,8 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             sched_slice: DEFAULT_SCHED_SLICE,
             order: Order::arrival(),
             weigh: None,
+            refuse_late: false,
+            boundary: None,
             runtime: Runtime::Auto,
             trip: TripLimits {
                 max_batches: DEFAULT_MAX_TRIP_BATCHES,
@@ -221,6 +228,8 @@ impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
             .field("sched_slice", &self.sched_slice)
             .field("order", &self.order)
             .field("weigh", &self.weigh.as_ref().map(|_| ".."))
+            .field("refuse_late", &self.refuse_late)
+            .field("boundary", &self.boundary.as_ref().map(|_| ".."))
             .field("runtime", &self.runtime)
             .field("max_trip_batches", &self.trip.max_batches)
             .field("max_trip_weight", &self.trip.max_weight)
@@ -716,7 +725,8 @@ where
         self
     }
 
-    fn plan(self) -> Result<Plan<I>, ConfigError> {
+    fn plan(mut self) -> Result<Plan<I>, ConfigError> {
+        self.event_time()?;
         self.lanes.validate()?;
         if self.max_in_flight_batches == 0 {
             return Err(ConfigError::new(
@@ -766,8 +776,29 @@ where
             sched_slice: self.sched_slice,
             order: self.order,
             weigh: self.weigh,
+            boundary: self.boundary,
             runtime: self.runtime,
         })
+    }
+
+    /// Turns the event-time settings into the shards' bounds: the order's
+    /// lateness into a hold (late inputs refused with `refuse_late`), and a
+    /// boundary function into batches that end at a change of value.
+    fn event_time(&mut self) -> Result<(), ConfigError> {
+        let lateness = self.order.lateness();
+        if self.refuse_late && lateness.is_none() {
+            return Err(ConfigError::new(
+                "refuse_late",
+                "needs an event-time order (order(Order::event_time(at, lateness)))",
+                true,
+            ));
+        }
+        self.lanes.hold = lateness.map(|lateness| Hold {
+            refuse_late: self.refuse_late,
+            ..Hold::new(lateness)
+        });
+        self.lanes.boundaries = self.boundary.is_some();
+        Ok(())
     }
 }
 
@@ -896,6 +927,75 @@ where
     /// ```
     pub fn max_queueing_per_key(mut self, inputs: usize) -> Self {
         self.lanes.max_queueing_per_key = inputs;
+        self
+    }
+
+    /// With an event-time order ([`Order::event_time`]): whether an input
+    /// that arrives after its event time plus the lateness has passed is
+    /// refused [`FerryError::Late`](crate::FerryError::Late), handed back
+    /// and never sent (counted in `refused_late`). Default `false`: such an
+    /// input is not held, and goes in its key's next batch at its rank,
+    /// for the store to place. For a store that cannot place an input older
+    /// than one it already has (an append-only log). Without an event-time
+    /// order, `start` refuses `refuse_late(true)`.
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use ferry::{Engine, FerryError, Order};
+    ///
+    /// let now_ms = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    /// let engine: Engine<u64, i64, i64, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .order(Order::event_time(|at_ms: &i64| *at_ms, Duration::from_millis(500)))
+    ///     .refuse_late(true)
+    ///     .start(|_| |_key: u64, inputs: Vec<i64>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// // An hour old: far past its lateness, so it comes back.
+    /// let old = now_ms() - 3_600_000;
+    /// match engine.submit_blocking(1, old) {
+    ///     Err(FerryError::Late { input }) => assert_eq!(input, old),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// // A fresh one is held for half a second, then sent.
+    /// let fresh = now_ms();
+    /// assert_eq!(engine.submit_blocking(1, fresh), Ok(fresh));
+    /// assert_eq!(engine.stats().total().refused_late, 1);
+    /// ```
+    pub fn refuse_late(mut self, refuse: bool) -> Self {
+        self.refuse_late = refuse;
+        self
+    }
+
+    /// A batch (and so a trip's batch) never mixes inputs of two values of
+    /// `boundary(input)` (say two time buckets, or two partitions), for a
+    /// store whose group write refuses such a mix: where the value changes
+    /// along a key's lane, the batch ends early. Called once per input, on
+    /// the caller's thread. Default: no boundary.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, Order};
+    ///
+    /// // Minutes as buckets: each batch holds one minute's inputs.
+    /// let engine: Engine<u64, i64, usize, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .order(Order::by(|at_ms: &i64| *at_ms))
+    ///     .boundary(|at_ms: &i64| at_ms / 60_000)
+    ///     .max_batch_delay(Duration::from_secs(60))
+    ///     .start(|_| |_key: u64, inputs: Vec<i64>| async move {
+    ///         let size = inputs.len();
+    ///         Ok::<_, String>(vec![size; size])
+    ///     })
+    ///     .unwrap();
+    /// let sizes: Vec<_> = [59_000, 59_500, 60_000].map(|at| engine.submit(1, at)).into();
+    /// engine.close();
+    /// let sizes: Vec<_> = futures::executor::block_on(futures::future::join_all(sizes));
+    /// assert_eq!(sizes, vec![Ok(2), Ok(2), Ok(1)]);
+    /// ```
+    pub fn boundary(mut self, boundary: impl Fn(&I) -> i64 + Send + Sync + 'static) -> Self {
+        self.boundary = Some(Arc::new(boundary));
         self
     }
 
@@ -1239,5 +1339,6 @@ pub(crate) struct Plan<I> {
     pub sched_slice: Duration,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
+    pub boundary: Option<Boundary<I>>,
     pub runtime: Runtime,
 }

@@ -107,7 +107,7 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// A builder with the defaults of SPEC §3.
+    /// A builder with every setting at its default (docs/guarantees.md#settings).
     ///
     /// ```
     /// use ferry::Engine;
@@ -283,14 +283,14 @@ where
         let inner = &*self.inner;
         let (index, hash) = route(&key, inner.list.len());
         let shard: &KeyedShard<K, I, O, E> = &inner.list[index];
-        let (rank, weight) = match inner.measure(&input) {
+        let (rank, boundary, weight) = match inner.measure(&input) {
             Ok(measured) => measured,
             Err(reason) => {
                 shard.count_refused();
                 return LocalSubmit::remote(Submit::refused(input, reason));
             }
         };
-        match shard.submit_local(hash, key, input, rank, weight) {
+        match shard.submit_local(hash, key, input, rank, boundary, weight) {
             Ok(answer) => LocalSubmit::local(answer),
             Err((key, input)) => LocalSubmit::remote(inner.submit(index, hash, key, input)),
         }

@@ -129,6 +129,8 @@ mod batcher;
 mod config;
 mod engine;
 mod flush;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 mod outcomes;
 mod reconnect;
 mod route;
@@ -153,8 +155,8 @@ pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, LanesConfig, Order, Outcome, Rank, Refused, Runtime, ShardId,
-    ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    BatchFn, ConfigError, FerryError, Hold, LanesConfig, Order, Outcome, Rank, Refused, Runtime,
+    ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.

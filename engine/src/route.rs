@@ -1,4 +1,4 @@
-//! Which shard owns a key (SPEC §2): `key_hash(key) % shards`.
+//! Which shard owns a key (docs/guarantees.md#terms): `key_hash(key) % shards`.
 //!
 //! The hash is computed once, on the caller's thread, and travels with the
 //! input so the shard finds the lane without hashing again. Every guarantee

@@ -14,7 +14,7 @@ use ferry_shard::{
     Bundle, FerryError, Order, Outcomes, Refused, Runtime, Shard, ShardConfig, ShardId,
 };
 
-use crate::config::{Plan, Weigh};
+use crate::config::{Boundary, Plan, Weigh};
 use crate::flush::Flush;
 use crate::start_error::StartError;
 use crate::stats::Stats;
@@ -42,6 +42,7 @@ where
     pub(crate) list: Vec<Shard<Q, I, O, E>>,
     order: Order<I>,
     weigh: Option<Weigh<I>>,
+    boundary: Option<Boundary<I>>,
     max_batch_weight: u64,
     /// How long `submit_blocking` looks for its outcome before it parks.
     pub(crate) spin_before_park: Duration,
@@ -101,6 +102,7 @@ where
             why_not_glommio,
             order: plan.order,
             weigh: plan.weigh,
+            boundary: plan.boundary,
             max_batch_weight: plan.lanes.max_batch_weight,
             spin_before_park: plan.spin_before_park,
         })
@@ -175,8 +177,8 @@ where
         for item in items {
             let (index, hash, key, input) = place(item);
             match self.measure(&input) {
-                Ok((rank, weight)) => {
-                    bundles[index].add(&mut outcomes, hash, key, input, rank, weight);
+                Ok((rank, boundary, weight)) => {
+                    bundles[index].add(&mut outcomes, hash, key, input, rank, boundary, weight);
                 }
                 Err(reason) => {
                     self.list[index].count_refused();
@@ -194,14 +196,14 @@ where
     /// thread, then pushed into the shard's intake.
     pub(crate) fn submit(&self, index: usize, hash: u64, key: Q::Key, input: I) -> Submit<I, O, E> {
         let shard = &self.list[index];
-        let (rank, weight) = match self.measure(&input) {
+        let (rank, boundary, weight) = match self.measure(&input) {
             Ok(measured) => measured,
             Err(reason) => {
                 shard.count_refused();
                 return Submit::refused(input, reason);
             }
         };
-        match shard.submit(hash, key, input, rank, weight) {
+        match shard.submit(hash, key, input, rank, boundary, weight) {
             Ok(answer) => Submit::waiting(answer),
             Err(refusal) => Submit::refused(refusal.item, refusal.reason),
         }
@@ -218,15 +220,17 @@ impl<Q, I, O, E> Shards<Q, I, O, E>
 where
     Q: Queue<Waiter<I, O, E>>,
 {
-    /// The input's rank and weight, computed on the caller's thread; refused
-    /// `TooHeavy` if no batch could ever carry it.
-    pub(crate) fn measure(&self, input: &I) -> Result<(i64, u64), Refused> {
+    /// The input's rank, boundary value (0 without a boundary) and weight,
+    /// computed on the caller's thread; refused `TooHeavy` if no batch could
+    /// ever carry it.
+    pub(crate) fn measure(&self, input: &I) -> Result<(i64, i64, u64), Refused> {
         let rank = self.order.rank(input);
+        let boundary = self.boundary.as_ref().map_or(0, |boundary| boundary(input));
         let weight = self.weigh.as_ref().map_or(1, |weigh| weigh(input));
         if weight > self.max_batch_weight {
             Err(Refused::TooHeavy)
         } else {
-            Ok((rank, weight))
+            Ok((rank, boundary, weight))
         }
     }
 

@@ -1,6 +1,6 @@
-//! Why an engine or a batcher did not start (SPEC §4.1). Start is all or
-//! nothing: when it fails, every shard that did come up has been stopped
-//! and joined, and no thread is left behind.
+//! Why an engine or a batcher did not start (docs/guarantees.md#starting).
+//! Start is all or nothing: when it fails, every shard that did come up has
+//! been stopped and joined, and no thread is left behind.
 
 use std::convert::Infallible;
 use std::fmt;

@@ -45,6 +45,25 @@ impl<I, O, E> Submit<I, O, E> {
             state: SubmitState::Waiting(answer),
         }
     }
+
+    /// Takes the refusal out of a submission refused on the caller's
+    /// thread; `None` if the input was admitted (the future then awaits its
+    /// answer as before). For a caller that must know at once, before
+    /// submitting the next input: the Kafka consumer keeps a partition's
+    /// records in offset order this way.
+    #[cfg(feature = "kafka")]
+    pub(crate) fn take_refusal(&mut self) -> Option<(I, Refused)> {
+        match &mut self.state {
+            SubmitState::Ready(outcome) => match outcome.take() {
+                Some(Err(FerryError::Refused { input, reason })) => Some((input, reason)),
+                other => {
+                    *outcome = other;
+                    None
+                }
+            },
+            SubmitState::Waiting(_) => None,
+        }
+    }
 }
 
 // Nothing in a `Submit` is pinned structurally: the outcome is moved out

@@ -1,5 +1,5 @@
-//! Allocations per input on the steady path, counted (SPEC §11). A
-//! counting global allocator, a thin wrapper around `System`, counts every
+//! Allocations per input on the steady path, counted
+//! (docs/guarantees.md#cost). A counting global allocator, a thin wrapper around `System`, counts every
 //! allocation of the process, caller threads and shard threads alike,
 //! while a measured stretch runs after a warm-up. The callers allocate
 //! nothing per input themselves (see `Window`), so every allocation counted

@@ -1,6 +1,6 @@
-//! Unkeyed batching (SPEC §9) through the public API: a real [`Batcher`] on
-//! its shards, on each runtime, fed from tokio tasks, plain threads and
-//! `futures::executor`.
+//! Unkeyed batching (docs/guarantees.md#unkeyed-batching) through the
+//! public API: a real [`Batcher`] on its shards, on each runtime, fed from
+//! tokio tasks, plain threads and `futures::executor`.
 //!
 //! Batch functions here are held on channels the test controls, never on
 //! timers: "every slot is busy" or "three inputs wait" is a state a test
@@ -912,6 +912,7 @@ fn once_quiet_the_stats_balance(runtime: Runtime) {
                     Refused::TooHeavy => "refused too heavy",
                     Refused::Closed => "refused closed",
                     Refused::KeyFull => panic!("input {input}: a batcher has no keys to be full"),
+                    Refused::Late => panic!("input {input}: a batcher holds nothing back"),
                 }
             }
             Err(other) => panic!("input {input}: {other:?}"),

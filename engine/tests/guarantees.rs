@@ -1,6 +1,6 @@
-//! The guarantees of SPEC §1, each checked through the public API with a
-//! real engine on each runtime (glommio shards and tokio shards), callers
-//! on plain threads, tokio and `futures::executor`.
+//! The guarantees G1–G10 (docs/guarantees.md), each checked through the
+//! public API with a real engine on each runtime (glommio shards and tokio
+//! shards), callers on plain threads, tokio and `futures::executor`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
@@ -261,7 +261,7 @@ fn g4_every_submit_ends_in_exactly_one_outcome_on_any_executor(runtime: Runtime,
         .max_batch_size(8)
         .start_as(way, |_| {
             |key: u64, inputs: Vec<u64>| async move {
-                if key % 5 == 0 {
+                if key.is_multiple_of(5) {
                     Err(format!("key {key} is read-only"))
                 } else {
                     Ok(inputs)

@@ -1,5 +1,6 @@
 //! `submit_many`: many inputs handed over in one push per shard, each still
-//! answered, bounded and refused on its own (SPEC §4.2).
+//! answered, bounded and refused on its own
+//! (docs/guarantees.md#flush-overload-and-withdrawal).
 
 mod support;
 

@@ -1,7 +1,7 @@
-//! Overload without waste (SPEC §4.2): `flush`, `max_queue_time`,
-//! `withdraw_on_drop`, `max_queueing_per_key`, and the accounting that ties
-//! them together — submitted = answered + refused + expired + withdrawn.
-//! Every test runs on both shard runtimes.
+//! Overload without waste (docs/guarantees.md#flush-overload-and-withdrawal):
+//! `flush`, `max_queue_time`, `withdraw_on_drop`, `max_queueing_per_key`,
+//! and the accounting that ties them together — submitted = answered +
+//! refused + expired + withdrawn. Every test runs on both shard runtimes.
 
 mod support;
 

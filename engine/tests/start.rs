@@ -1,4 +1,4 @@
-//! Starting anywhere (SPEC §4.1), and a shard that dies.
+//! Starting anywhere (docs/guarantees.md#starting), and a shard that dies.
 //!
 //! - A factory that fails or panics on one shard fails the whole start,
 //!   names that shard and the cause, and leaves no shard thread behind, on

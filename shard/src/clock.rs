@@ -32,6 +32,9 @@ pub(crate) struct Clock {
     source: quanta::Clock,
     /// The counter's raw value when the clock started.
     origin: u64,
+    /// The wall clock's reading (nanoseconds since the UNIX epoch) when the
+    /// clock started: where an event time lies on this clock (`hold.rs`).
+    origin_unix_ns: i64,
     latest: Cell<Nanos>,
 }
 
@@ -39,11 +42,24 @@ impl Clock {
     /// A clock starting now.
     pub(crate) fn start() -> Self {
         let source = source().clone();
+        let origin_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+            });
         Self {
             origin: source.raw(),
+            origin_unix_ns,
             source,
             latest: Cell::new(Nanos::ZERO),
         }
+    }
+
+    /// The UNIX time, in nanoseconds, at which this clock read zero. The
+    /// two clocks may drift apart by the counter's error over a long run,
+    /// which an event-time hold measured in milliseconds can bear.
+    pub(crate) fn origin_unix_ns(&self) -> i64 {
+        self.origin_unix_ns
     }
 
     /// Reads the time, and remembers it as the latest reading.

@@ -1,5 +1,5 @@
-//! The bounds a shard's lanes keep (SPEC §3), and the typed error that names
-//! a setting and the rule it broke.
+//! The bounds a shard's lanes keep (docs/guarantees.md#settings), and the
+//! typed error that names a setting and the rule it broke.
 //!
 //! Every value here is per shard. [`LanesConfig::validate`] is the one place
 //! the rules are written; the engine's builder calls it, so an invalid value
@@ -7,6 +7,8 @@
 
 use std::fmt;
 use std::time::Duration;
+
+use crate::hold::Hold;
 
 /// Bounds on batches and on waiting inputs for one shard's queue
 /// ([`Lanes`](crate::parts::Lanes) or [`Fifo`](crate::parts::Fifo)).
@@ -55,6 +57,15 @@ pub struct LanesConfig {
     /// before the input was taken into a batch is withdrawn: never sent, its
     /// count and weight out of the bounds.
     pub withdraw_on_drop: bool,
+    /// The lateness hold of an event-time order: each input is held until
+    /// its event time (its rank, in milliseconds since the UNIX epoch) plus
+    /// the lateness has passed (see [`Hold`]). `None`: nothing is held, and
+    /// no input is late. Per-key batching only (unkeyed batching ignores it).
+    pub hold: Option<Hold>,
+    /// Whether a batch ends where the inputs' boundary values change (the
+    /// value given with each input at admission): a batch then never mixes
+    /// two of them. Per-key batching only (unkeyed batching ignores it).
+    pub boundaries: bool,
 }
 
 impl LanesConfig {
@@ -63,7 +74,8 @@ impl LanesConfig {
     /// Default `max_queueing`.
     pub const DEFAULT_MAX_QUEUEING: usize = 1_000_000;
 
-    /// Checks every rule of SPEC §3 that concerns lanes.
+    /// Checks every rule of the settings (docs/guarantees.md#settings) that
+    /// concerns lanes.
     pub fn validate(&self) -> Result<(), ConfigError> {
         at_least_one("max_batch_size", self.max_batch_size as u64)?;
         at_least_one("max_batch_weight", self.max_batch_weight)?;
@@ -102,6 +114,8 @@ impl Default for LanesConfig {
             max_queueing_per_key: usize::MAX,
             max_queue_time: None,
             withdraw_on_drop: false,
+            hold: None,
+            boundaries: false,
         }
     }
 }

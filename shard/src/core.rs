@@ -102,6 +102,9 @@ pub struct Offer<K, I> {
     pub rank: i64,
     /// Its weight under the configured weigher.
     pub weight: u64,
+    /// Its boundary value (0 unless a boundary is configured): a batch
+    /// never holds two of them.
+    pub boundary: i64,
 }
 
 impl<K, I> Offer<K, I> {
@@ -113,7 +116,20 @@ impl<K, I> Offer<K, I> {
             input,
             rank,
             weight,
+            boundary: 0,
         }
+    }
+
+    /// The same offer with the boundary value `boundary`.
+    ///
+    /// ```
+    /// use ferry_shard::parts::Offer;
+    ///
+    /// let offer = Offer::new(0, "key", 'x', 5, 1).bounded(3);
+    /// assert_eq!((offer.rank, offer.boundary), (5, 3));
+    /// ```
+    pub fn bounded(self, boundary: i64) -> Self {
+        Self { boundary, ..self }
     }
 }
 
@@ -362,6 +378,7 @@ where
             input,
             rank,
             weight,
+            boundary,
         } = offer;
         let generation = self.books.generations.current();
         let mut waiter = Some((input, Reply { to, generation }));
@@ -369,7 +386,8 @@ where
         // lane is looked up; the input is then still in `waiter`, and goes
         // back to its caller before the shard goes down (G4).
         let admitted = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            self.queue.admit(hash, key, &mut waiter, rank, weight, now)
+            self.queue
+                .admit(hash, key, &mut waiter, rank, boundary, weight, now)
         }));
         match admitted {
             Ok(Ok(())) => {
@@ -394,7 +412,7 @@ where
             return;
         };
         self.books.observer.refused(&mut self.books.stats, reason);
-        reply.send(Err(FerryError::Refused { input, reason }));
+        reply.send(Err(FerryError::refusal(input, reason)));
     }
 
     /// The next batch to start, if a slot is free and a batch is ready at
@@ -817,6 +835,7 @@ where
     pub fn stats(&self) -> ShardStats {
         ShardStats {
             lanes: self.queue.lanes() as u64,
+            admitted_late: self.queue.admitted_late(),
             waiting: self.queue.waiting() as u64,
             waiting_weight: self.queue.waiting_weight(),
             in_flight: self.in_flight as u64,

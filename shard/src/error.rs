@@ -1,4 +1,5 @@
-//! What a caller gets instead of an output (SPEC §4, G4, G10).
+//! What a caller gets instead of an output (guarantees G4 and G10,
+//! docs/guarantees.md#outcomes).
 //!
 //! Every submitted input ends in exactly one outcome: its output or one of
 //! these. A refused input was never admitted and comes back inside the error;
@@ -57,21 +58,49 @@ pub enum FerryError<I, E> {
         /// The input, handed back.
         input: I,
     },
+    /// Never admitted: with an event-time order and `refuse_late(true)`,
+    /// the input arrived after its event time plus the lateness had passed,
+    /// so it could no longer be sent in order; `input` is handed back.
+    Late {
+        /// The input, handed back.
+        input: I,
+    },
 }
 
 impl<I, E> FerryError<I, E> {
-    /// The input handed back, if the error is a refusal or an expiry (the
-    /// input was never sent).
+    /// What the caller of an input refused for `reason` gets: `Late` for a
+    /// late input, `Refused` for every other reason.
+    ///
+    /// ```
+    /// use ferry_shard::{FerryError, Refused};
+    ///
+    /// let late: FerryError<u8, ()> = FerryError::refusal(3, Refused::Late);
+    /// assert!(matches!(late, FerryError::Late { input: 3 }));
+    /// let full: FerryError<u8, ()> = FerryError::refusal(4, Refused::Full);
+    /// assert!(matches!(full, FerryError::Refused { input: 4, reason: Refused::Full }));
+    /// ```
+    pub fn refusal(input: I, reason: Refused) -> Self {
+        match reason {
+            Refused::Late => FerryError::Late { input },
+            reason => FerryError::Refused { input, reason },
+        }
+    }
+
+    /// The input handed back, if the error is a refusal (`Late` too) or an
+    /// expiry (the input was never sent).
     pub fn into_input(self) -> Option<I> {
         match self {
-            FerryError::Refused { input, .. } | FerryError::Expired { input } => Some(input),
+            FerryError::Refused { input, .. }
+            | FerryError::Expired { input }
+            | FerryError::Late { input } => Some(input),
             _ => None,
         }
     }
 
-    /// Whether the input was refused (never admitted, never sent).
+    /// Whether the input was refused (never admitted, never sent), `Late`
+    /// included.
     pub fn is_refused(&self) -> bool {
-        matches!(self, FerryError::Refused { .. })
+        matches!(self, FerryError::Refused { .. } | FerryError::Late { .. })
     }
 }
 
@@ -97,6 +126,10 @@ impl<I, E: fmt::Display> fmt::Display for FerryError<I, E> {
             FerryError::Expired { .. } => f.write_str(
                 "the input waited max_queue_time without being sent and was handed back (never sent)",
             ),
+            FerryError::Late { .. } => f.write_str(
+                "the input arrived after its event time plus the lateness had passed and was handed \
+                 back (refuse_late; never sent)",
+            ),
         }
     }
 }
@@ -118,6 +151,7 @@ impl<I, E: fmt::Debug> fmt::Debug for FerryError<I, E> {
                 .finish(),
             FerryError::Aborted => f.write_str("Aborted"),
             FerryError::Expired { .. } => f.write_str("Expired { .. }"),
+            FerryError::Late { .. } => f.write_str("Late { .. }"),
         }
     }
 }

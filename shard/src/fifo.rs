@@ -1,5 +1,6 @@
-//! The queue of one shard for unkeyed batching (SPEC §9): pure, no clock, no
-//! I/O, no `async`.
+//! The queue of one shard for unkeyed batching
+//! (docs/guarantees.md#unkeyed-batching): pure, no clock, no I/O, no
+//! `async`.
 //!
 //! Unkeyed batching has one undifferentiated stream of inputs per shard and
 //! no per-key guarantee: nothing is busy, and several batches of the same
@@ -19,7 +20,8 @@
 //! - it is *due*: `now` is at least the oldest waiting input's arrival plus
 //!   `max_batch_delay`.
 //!
-//! What this structure guarantees (numbers are SPEC §1):
+//! What this structure guarantees (the numbers are those of
+//! docs/guarantees.md):
 //! - Exactly once (as G4): every admitted input leaves in exactly one batch
 //!   of [`Fifo::take`] (or [`Fifo::take_with`]); none is lost or repeated,
 //!   and after [`Fifo::close`] takes drain everything. A refused input is
@@ -29,7 +31,7 @@
 //!   either is refused with `Full`. A batch holds at least one and at most
 //!   `max_batch_size` inputs and weighs at most `max_batch_weight` (an input
 //!   heavier than that is refused with `TooHeavy`, so one always fits).
-//! - FIFO order (SPEC §9): a batch is the front of the queue in admission
+//! - FIFO order (docs/guarantees.md#unkeyed-batching): a batch is the front of the queue in admission
 //!   order, so the batches, one after the other, are the admitted inputs in
 //!   admission order.
 //! - Latency (as G8): with a zero delay, whatever waits is ready at once;
@@ -453,7 +455,7 @@ impl<T> Fifo<T> {
         self.inputs.drain(..).map(|queued| queued.item).collect()
     }
 
-    /// Closes the queue (SPEC G9): nothing new is admitted, and whatever
+    /// Closes the queue (guarantee G9, docs/guarantees.md): nothing new is admitted, and whatever
     /// waits is ready at once, its delay ignored. Idempotent.
     ///
     /// ```

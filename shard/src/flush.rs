@@ -1,5 +1,6 @@
-//! Which inputs a flush waits for (SPEC §4.2): pure bookkeeping, no clock,
-//! no I/O.
+//! Which inputs a flush waits for
+//! (docs/guarantees.md#flush-overload-and-withdrawal): pure bookkeeping, no
+//! clock, no I/O.
 //!
 //! Every admitted input belongs to the *generation* current when it was
 //! admitted; a flush request closes the current generation and waits until

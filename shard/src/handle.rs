@@ -80,9 +80,12 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
         }
     }
 
-    /// Adds an input (with its key's `hash`, its `rank` and `weight`), to
+    /// Adds an input (with its key's `hash`, its `rank`, `boundary` value
+    /// and `weight`), to
     /// be answered as the next input of `outcomes`. A bundle holds inputs
     /// of one call.
+    // What the caller measured travels as plain values, as in `submit`.
+    #[allow(clippy::too_many_arguments)]
     pub fn add(
         &mut self,
         outcomes: &mut Outcomes<I, O, E>,
@@ -90,11 +93,12 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
         key: K,
         input: I,
         rank: i64,
+        boundary: i64,
         weight: u64,
     ) {
         let to = self.to.get_or_insert_with(|| outcomes.to_shard());
         assert!(to.is_of(outcomes), "a bundle holds the inputs of one call");
-        let offer = Offer::new(hash, key, input, rank, weight);
+        let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
         self.inputs.push(Bundled {
             offer,
             index: outcomes.add(),
@@ -269,7 +273,8 @@ where
         Ok((shard, Starting { ready }))
     }
 
-    /// Hands an input (with its key's `hash`, its `rank` and `weight`,
+    /// Hands an input (with its key's `hash`, its `rank`, `boundary` value
+    /// and `weight`,
     /// computed on the caller's thread) to the shard; refused at once, with
     /// the input handed back, if the intake is full or closed.
     #[inline]
@@ -279,10 +284,11 @@ where
         key: Q::Key,
         input: I,
         rank: i64,
+        boundary: i64,
         weight: u64,
     ) -> Result<Answer<I, O, E>, Refusal<I>> {
         let (reply, answer) = answer_cell::<Outcome<I, O, E>>();
-        let offer = Offer::new(hash, key, input, rank, weight);
+        let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
         let submission = Submission { offer, reply };
         match self.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Ok(Answer {
@@ -312,6 +318,7 @@ where
         key: Q::Key,
         input: I,
         rank: i64,
+        boundary: i64,
         weight: u64,
     ) -> Result<LocalAnswer<I, O, E>, (Q::Key, I)> {
         let Some(here) =
@@ -333,7 +340,7 @@ where
             };
             reply.send(Err(refused));
         } else {
-            let offer = Offer::new(hash, key, input, rank, weight);
+            let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
             core.admit_local(offer, reply, here.clock.read());
             drop(core);
             here.nudge.nudge();
@@ -532,12 +539,12 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
         let Some(carry) = make_carry(&*factory, config.id, &ready).await else {
             return;
         };
-        let core: SharedCore<Q, I, O, E> = new_core(&config);
+        let clock = Rc::new(Clock::start());
+        let core: SharedCore<Q, I, O, E> = new_core(&config, &clock);
         let _farewell = Farewell {
             core: Rc::clone(&core),
             counters: Arc::clone(&counters),
         };
-        let clock = Rc::new(Clock::start());
         let wakers = wakers_of(&intake);
         let _installed = LocalShard::install(LocalShard {
             owner: (config.engine, config.id.index()),
@@ -567,13 +574,18 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     }
 }
 
-/// The shard's core, for its thread, with its bounds, slots and name.
-fn new_core<Q, I, O, E>(config: &ShardConfig) -> SharedCore<Q, I, O, E>
+/// The shard's core, for its thread, with its bounds, slots and name; an
+/// event-time hold is told where `clock`'s zero lies in UNIX time.
+fn new_core<Q, I, O, E>(config: &ShardConfig, clock: &Clock) -> SharedCore<Q, I, O, E>
 where
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
 {
-    let core = ShardCore::new(config.lanes.clone(), config.max_in_flight_batches);
+    let mut lanes = config.lanes.clone();
+    if let Some(hold) = lanes.hold.as_mut() {
+        hold.origin_unix_ns = clock.origin_unix_ns();
+    }
+    let core = ShardCore::new(lanes, config.max_in_flight_batches);
     let core = Rc::new(RefCell::new(core));
     core.borrow_mut().observer_mut().set_shard(config.id);
     core
@@ -830,7 +842,7 @@ mod tests {
     fn a_bundle_refuses_inputs_of_a_second_call() {
         let (mut first, mut second) = (Outcomes::<u8, u8, ()>::new(), Outcomes::new());
         let mut bundle = Bundle::<u8, u8, u8, ()>::default();
-        bundle.add(&mut first, 0, 1, 1, 0, 1);
-        bundle.add(&mut second, 0, 1, 2, 0, 1);
+        bundle.add(&mut first, 0, 1, 1, 0, 0, 1);
+        bundle.add(&mut second, 0, 1, 2, 0, 0, 1);
     }
 }

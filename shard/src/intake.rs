@@ -1,5 +1,6 @@
 //! The door into a shard from other threads: a bounded lock-free queue, the
-//! sleep/wake handshake, and close (SPEC G6, G9, §5).
+//! sleep/wake handshake, and close (guarantees G6 and G9, and
+//! docs/guarantees.md#inside-a-shard).
 //!
 //! # Protocol
 //!

@@ -1,4 +1,4 @@
-//! The one hash of a key (SPEC §2, §5).
+//! The one hash of a key (docs/guarantees.md#terms).
 //!
 //! A key is hashed once, on the caller's thread. The same 64 bits pick the
 //! shard (`hash % shards`) and find the key's lane on that shard, so a shard

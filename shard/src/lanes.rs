@@ -8,7 +8,8 @@
 //! it), so every method is a plain step that a test can drive one at a time
 //! against a model.
 //!
-//! What this structure guarantees (numbers are SPEC §1):
+//! What this structure guarantees (the numbers are those of
+//! docs/guarantees.md):
 //! - G1: [`Lanes::take`] marks the lane busy in the same call, and a busy lane
 //!   is never taken again before [`Lanes::complete`].
 //! - G2: inputs are kept in ascending rank, ties in admission order, and a
@@ -32,7 +33,8 @@
 //! admitted, whatever inputs of theirs were already sent (G7, G8).
 //!
 //! Invariant: while a lane waits, the entry of its oldest waiting input is
-//! still queued. An entry leaves the queue only when it is due (and then its
+//! still queued (with a hold, unless it fell due while the lane was held:
+//! the lane is then due, and its hold entry makes it ready). An entry leaves the queue only when it is due (and then its
 //! lane is made ready if it waits, or is found due when its batch completes)
 //! or when its input can no longer be waiting. So no lane misses its deadline.
 //! Entries live at most one delay past the last [`Lanes::take`].
@@ -47,6 +49,24 @@
 //!   (their callers are gone) are removed from the front part of their key's
 //!   lane, where the oldest, first to be given up on, wait.
 //!
+//! Holds (an event-time order, `LanesConfig::hold`): an input's rank is its
+//! event time, and the input is held until that time plus the lateness
+//! (`Hold::ends_ns`, monotone in the rank). A lane is not ready while its
+//! front input is held, and a batch ends before the first input still held;
+//! closing ends every hold. Hold ends do not grow with admission order (the
+//! inputs come out of order), so they live in a heap with one entry per
+//! held lane, named by its front when it was pushed, not per input: a lane's
+//! front changes only when an earlier input goes in front of it (a new
+//! entry), when a batch leaves (a new entry at `complete`) or when expiry
+//! or withdrawal removes it (the old entry ends earlier, and is renewed
+//! when it fires). An input whose hold already ended when it arrives is
+//! late: refused `Late` with `refuse_late`, otherwise not held. Without a
+//! hold the heap stays empty, and the default path looks at its top only.
+//!
+//! Boundaries (`LanesConfig::boundaries`): each input carries a boundary
+//! value, and a batch ends where the next input's value differs from its
+//! front's, so no batch mixes two of them.
+//!
 //! A lane left empty that way is removed at once (G5). If it was in the
 //! ready line, its entry stays there, stale: the line names lanes by
 //! [`LaneId`], so `take` knows the entry of a lane that is gone and skips
@@ -54,11 +74,13 @@
 //! `has_ready` does not count it. A new input of that key makes a new lane,
 //! which waits its turn like any other.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::time::Duration;
 
 use crate::config::LanesConfig;
+use crate::hold::Hold;
 use crate::key_hash::key_hash;
 use crate::lane_index::{Found, LaneIndex};
 use crate::longest::Longest;
@@ -78,7 +100,7 @@ pub struct LaneId {
     epoch: u32,
 }
 
-/// Where a lane stands (SPEC §2).
+/// Where a lane stands (docs/guarantees.md#terms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LaneState {
     /// Partial and not yet due: it waits for more inputs or its deadline.
@@ -173,6 +195,9 @@ impl<T> Taken for BatchItems<'_, T> {
 #[derive(Debug)]
 struct Waiting<T> {
     rank: i64,
+    /// The boundary value given at admission: with `boundaries`, a batch
+    /// never holds two of them.
+    boundary: i64,
     /// Admission number, unique in the structure: names the input in its
     /// deadline entry.
     seq: u64,
@@ -240,6 +265,47 @@ impl<K, T> Lane<K, T> {
         self.arrival_sorted = false;
     }
 
+    /// Whether the front input is still held at `now_ns` (never without a
+    /// hold, and never once closing: closing ends every hold).
+    #[inline]
+    fn front_held(&self, hold: Option<Hold>, now_ns: u64) -> bool {
+        match (hold, self.inputs.front()) {
+            (Some(hold), Some(front)) => hold.ends_ns(front.rank) > now_ns,
+            _ => false,
+        }
+    }
+
+    /// Like `batch_extent`, and the batch also ends before the first input
+    /// still held at `now_ns` (with `hold`) and where the boundary value
+    /// changes (with `boundaries`). At least the front input, held or not:
+    /// the caller takes only a lane whose front is free (or when closing,
+    /// with no hold).
+    #[cold]
+    #[inline(never)]
+    fn batch_extent_within(
+        &self,
+        config: &LanesConfig,
+        hold: Option<Hold>,
+        now_ns: u64,
+    ) -> (usize, u64) {
+        let most = config.max_batch_size.min(self.inputs.len());
+        let Some(first) = self.inputs.front() else {
+            return (0, 0);
+        };
+        let (mut count, mut weight) = (1, first.weight);
+        while count < most {
+            let next = &self.inputs[count];
+            let crosses = config.boundaries && next.boundary != first.boundary;
+            let held = hold.is_some_and(|hold| hold.ends_ns(next.rank) > now_ns);
+            if crosses || held || weight + next.weight > config.max_batch_weight {
+                break;
+            }
+            count += 1;
+            weight += next.weight;
+        }
+        (count, weight)
+    }
+
     /// How many inputs from the front make the next batch, and their
     /// weight: up to `max_batch_size`, and within `max_batch_weight` unless
     /// the first alone weighs more (it then goes alone).
@@ -273,6 +339,18 @@ impl<K, T> Lane<K, T> {
         }
     }
 
+    /// Whether `entry` names this lane, waiting, and its current front: the
+    /// only hold entry that may make it ready. Any other is stale.
+    fn is_hold_of_front(&self, entry: &HoldEntry) -> bool {
+        self.epoch == entry.epoch
+            && self.key.is_some()
+            && self.state == LaneState::Waiting
+            && self
+                .inputs
+                .front()
+                .is_some_and(|front| front.seq == entry.seq)
+    }
+
     /// Whether `deadline` is the entry of this lane's oldest waiting input.
     fn is_deadline_of_oldest(&self, deadline: &Deadline) -> bool {
         self.epoch == deadline.lane.epoch
@@ -289,6 +367,18 @@ impl<K, T> Lane<K, T> {
             || self.inputs.is_empty()
             || self.oldest_seq > deadline.seq
     }
+}
+
+/// A held lane's entry: when its front input's hold ends, that input (by
+/// admission number) and the lane (by place and epoch). Ordered by the end,
+/// then the input's admission: the admission numbers are unique, so the
+/// place never decides the order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct HoldEntry {
+    ends_ns: u64,
+    seq: u64,
+    place: u32,
+    epoch: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -354,6 +444,17 @@ pub struct Lanes<K, T> {
     /// it expires (module docs).
     expiries: VecDeque<Deadline>,
     queue_time_ns: Option<u64>,
+    /// The lateness hold of an event-time order, if one is set.
+    hold: Option<Hold>,
+    /// With a hold: an entry per lane whose front input is held, due when
+    /// that hold ends, earliest first (module docs, "Holds").
+    holds: BinaryHeap<Reverse<HoldEntry>>,
+    /// With a hold: inputs admitted after their hold had ended (late, not
+    /// refused), so never held.
+    admitted_late: u64,
+    /// Neither a hold nor boundaries: a batch is bounded by size and weight
+    /// alone (one test on the take's path).
+    extent_plain: bool,
     /// Admission number of the next admitted input.
     seq_next: u64,
     lanes_live: usize,
@@ -384,6 +485,10 @@ where
         Self {
             delay_ns: config.max_batch_delay_ns(),
             queue_time_ns: config.max_queue_time_ns(),
+            hold: config.hold,
+            holds: BinaryHeap::new(),
+            admitted_late: 0,
+            extent_plain: config.hold.is_none() && !config.boundaries,
             config,
             places: Vec::new(),
             places_free: Vec::new(),
@@ -432,6 +537,41 @@ where
         self.admit_hashed(hash, key, item, rank, weight, now)
     }
 
+    /// Like [`admit`](Self::admit), with the input's `boundary` value: with
+    /// `boundaries` set, a batch ends where that value changes, so no batch
+    /// holds two of them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::LanesConfig;
+    ///
+    /// let mut lanes = Lanes::new(LanesConfig { boundaries: true, ..LanesConfig::default() });
+    /// for (item, bucket) in [('a', 1), ('b', 1), ('c', 2)] {
+    ///     lanes.admit_bounded("k", item, 0, bucket, 1, Duration::ZERO).unwrap();
+    /// }
+    /// let first = lanes.take(Duration::ZERO).unwrap();
+    /// assert_eq!(first.items, vec!['a', 'b'], "the bucket changes after b");
+    /// lanes.complete(first.lane, Duration::ZERO);
+    /// assert_eq!(lanes.take(Duration::ZERO).unwrap().items, vec!['c']);
+    /// ```
+    pub fn admit_bounded(
+        &mut self,
+        key: K,
+        item: T,
+        rank: i64,
+        boundary: i64,
+        weight: u64,
+        now: impl Into<Nanos>,
+    ) -> Result<(), Refusal<T>> {
+        let mut slot = Some(item);
+        self.admit_from(key_hash(&key), key, &mut slot, rank, boundary, weight, now)
+            .map_err(|reason| Refusal {
+                item: slot.take().expect("a refused item is left in place"),
+                reason,
+            })
+    }
+
     /// Like [`admit`](Self::admit), with the key's hash already computed
     /// (the engine hashes once, on the caller's thread). `hash` must be the
     /// same for equal keys.
@@ -450,7 +590,7 @@ where
         now: impl Into<Nanos>,
     ) -> Result<(), Refusal<T>> {
         let mut slot = Some(item);
-        self.admit_from(hash, key, &mut slot, rank, weight, now)
+        self.admit_from(hash, key, &mut slot, rank, 0, weight, now)
             .map_err(|reason| Refusal {
                 item: slot.take().expect("a refused item is left in place"),
                 reason,
@@ -469,23 +609,26 @@ where
     ///
     /// let mut lanes = Lanes::new(LanesConfig { max_queueing: 1, ..LanesConfig::default() });
     /// let mut first = Some('a');
-    /// lanes.admit_from(key_hash(&7), 7, &mut first, 0, 1, Duration::ZERO).unwrap();
+    /// lanes.admit_from(key_hash(&7), 7, &mut first, 0, 0, 1, Duration::ZERO).unwrap();
     /// assert_eq!(first, None, "taken");
     /// let mut second = Some('b');
-    /// let refused = lanes.admit_from(key_hash(&7), 7, &mut second, 0, 1, Duration::ZERO);
+    /// let refused = lanes.admit_from(key_hash(&7), 7, &mut second, 0, 0, 1, Duration::ZERO);
     /// assert_eq!((refused, second), (Err(Refused::Full), Some('b')));
     /// ```
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn admit_from(
         &mut self,
         hash: u64,
         key: K,
         item: &mut Option<T>,
         rank: i64,
+        boundary: i64,
         weight: u64,
         now: impl Into<Nanos>,
     ) -> Result<(), Refused> {
         let now_ns = self.observe(now);
-        if let Some(reason) = self.refusal(weight) {
+        if let Some(reason) = self.refusal(weight, rank, now_ns) {
             return Err(reason);
         }
         // Lanes that fell due go ahead of one this input may make full (G7).
@@ -506,6 +649,7 @@ where
         // order. The common case (arrival order) appends at the back.
         let waiting = Waiting {
             rank,
+            boundary,
             seq,
             arrival_ns: now_ns,
             weight,
@@ -524,7 +668,10 @@ where
         self.waiting += 1;
         self.waiting_weight += weight;
         let id = lane.id(place);
-        if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config)) {
+        if self.hold.is_some() {
+            self.admitted_held(place, seq, rank, now_ns);
+        } else if lane.state == LaneState::Waiting && (delay_ns == 0 || lane.is_full(&self.config))
+        {
             lane.state = LaneState::Ready;
             self.ready.push_back(id);
         }
@@ -558,11 +705,16 @@ where
         }
     }
 
-    fn refusal(&self, weight: u64) -> Option<Refused> {
+    fn refusal(&self, weight: u64, rank: i64, now_ns: u64) -> Option<Refused> {
         if self.closed {
             Some(Refused::Closed)
         } else if weight > self.config.max_batch_weight {
             Some(Refused::TooHeavy)
+        } else if self
+            .hold
+            .is_some_and(|hold| hold.refuse_late && hold.ends_ns(rank) <= now_ns)
+        {
+            Some(Refused::Late)
         } else if self.waiting >= self.config.max_queueing
             || self
                 .waiting_weight
@@ -658,10 +810,10 @@ where
     ) -> Option<(LaneId, K, R)> {
         let now_ns = self.observe(now);
         self.promote_due(now_ns);
-        let place = self.next_ready()?;
+        let place = self.next_ready(now_ns)?;
+        let (count, weight) = self.extent_of(place, now_ns);
         let lane = &mut self.places[place as usize];
 
-        let (count, weight) = lane.batch_extent(&self.config);
         let consumed = consume(BatchItems {
             inputs: &mut lane.inputs,
             left: count,
@@ -710,24 +862,44 @@ where
     pub fn next_weight(&mut self, now: impl Into<Nanos>) -> Option<u64> {
         let now_ns = self.observe(now);
         self.promote_due(now_ns);
-        let place = self.next_ready()?;
+        let place = self.next_ready(now_ns)?;
+        let (_, weight) = self.extent_of(place, now_ns);
         let lane = &self.places[place as usize];
-        let (_, weight) = lane.batch_extent(&self.config);
         // Back at the front: the take that follows finds it first (G7).
         let id = lane.id(place);
         self.ready.push_front(id);
         Some(weight)
     }
 
+    /// How many inputs from the front of the lane at `place` make its next
+    /// batch at `now_ns`, and their weight.
+    #[inline]
+    fn extent_of(&self, place: u32, now_ns: u64) -> (usize, u64) {
+        let lane = &self.places[place as usize];
+        if self.extent_plain {
+            return lane.batch_extent(&self.config);
+        }
+        let hold = if self.closed { None } else { self.hold };
+        debug_assert!(
+            !lane.front_held(hold, now_ns),
+            "a ready lane's front is free"
+        );
+        lane.batch_extent_within(&self.config, hold, now_ns)
+    }
+
     /// The front of the ready line, past the stale entries of lanes removed
-    /// while in line (module docs).
-    fn next_ready(&mut self) -> Option<u32> {
+    /// while in line (module docs), and past lanes whose front went back to
+    /// being held (see `demote_held`).
+    fn next_ready(&mut self, now_ns: u64) -> Option<u32> {
         loop {
             let id = self.ready.pop_front()?;
             let lane = &self.places[id.place as usize];
             if lane.epoch == id.epoch && lane.key.is_some() {
                 assert_eq!(lane.state, LaneState::Ready, "only ready lanes are in line");
                 debug_assert!(!lane.inputs.is_empty(), "a ready lane has inputs");
+                if self.hold.is_some() && self.demote_held(id.place, now_ns) {
+                    continue;
+                }
                 return Some(id.place);
             }
             self.ready_stale -= 1;
@@ -838,6 +1010,11 @@ where
         self.longest.shrank(place, lane.inputs.len());
         if !lane.inputs.is_empty() {
             lane.recompute_oldest();
+            if at == 0 && lane.state == LaneState::Waiting && self.hold.is_some() {
+                // A new front: its own entry (invariant: holds), which
+                // makes the lane ready when it falls due if it is free.
+                self.queue_hold(place);
+            }
             return waiting.item;
         }
         lane.arrival_sorted = true;
@@ -865,6 +1042,109 @@ where
         {
             self.promote_due_from(now_ns);
         }
+        if self
+            .holds
+            .peek()
+            .is_some_and(|Reverse(entry)| entry.ends_ns <= now_ns)
+        {
+            self.promote_held_from(now_ns);
+        }
+    }
+
+    /// Input `seq` of rank `rank` was just admitted into the lane at `place`
+    /// under a hold: counted if late (its hold already over, so free at
+    /// once), and the lane settled, with a hold entry if the input is its
+    /// new front and held. No lane is ready at admission before its front's
+    /// hold ends. Out of line: without a hold, admission never comes here.
+    #[cold]
+    #[inline(never)]
+    fn admitted_held(&mut self, place: u32, seq: u64, rank: i64, now_ns: u64) {
+        let late = self.hold.is_some_and(|hold| hold.ends_ns(rank) <= now_ns);
+        self.admitted_late += u64::from(late);
+        let front = self.places[place as usize]
+            .inputs
+            .front()
+            .is_some_and(|w| w.seq == seq);
+        self.settle_held(place, front, now_ns);
+    }
+
+    /// Settles every lane whose front's hold ended by `now_ns`, earliest hold
+    /// first (ties by the front's admission): ready if it is due, full, or
+    /// there is no delay (otherwise its deadline entry makes it ready).
+    /// Entries of a front that is no longer the front are dropped.
+    #[cold]
+    #[inline(never)]
+    fn promote_held_from(&mut self, now_ns: u64) {
+        while let Some(&Reverse(entry)) = self.holds.peek() {
+            if entry.ends_ns > now_ns {
+                break;
+            }
+            self.holds.pop();
+            if self.places[entry.place as usize].is_hold_of_front(&entry) {
+                self.settle_held(entry.place, false, now_ns);
+            }
+        }
+    }
+
+    /// Under a hold, decides a waiting lane's state at `now_ns`: ready if
+    /// its front input's hold has ended and it would be ready without a
+    /// hold (no delay, due or full); otherwise it stays waiting, and if its
+    /// front is held and `front_changed`, an entry is queued for that
+    /// front.
+    ///
+    /// Invariant (holds): while a lane waits with its front held, an entry
+    /// naming the lane and that front is queued. Kept here when a front
+    /// comes in (`admit`, `complete`, `demote_held`) and by `remove_waiting`
+    /// when one leaves.
+    #[cold]
+    #[inline(never)]
+    fn settle_held(&mut self, place: u32, front_changed: bool, now_ns: u64) {
+        let lane = &mut self.places[place as usize];
+        if lane.state != LaneState::Waiting || lane.inputs.is_empty() {
+            return;
+        }
+        if lane.front_held(self.hold, now_ns) {
+            if front_changed {
+                self.queue_hold(place);
+            }
+            return;
+        }
+        let due = lane.oldest_arrival_ns.saturating_add(self.delay_ns) <= now_ns;
+        if self.delay_ns == 0 || due || lane.is_full(&self.config) {
+            lane.state = LaneState::Ready;
+            self.ready.push_back(lane.id(place));
+        }
+    }
+
+    /// Queues the hold entry of the front of the lane at `place`.
+    fn queue_hold(&mut self, place: u32) {
+        let lane = &self.places[place as usize];
+        let (Some(hold), Some(front)) = (self.hold, lane.inputs.front()) else {
+            return;
+        };
+        self.holds.push(Reverse(HoldEntry {
+            ends_ns: hold.ends_ns(front.rank),
+            seq: front.seq,
+            place,
+            epoch: lane.epoch,
+        }));
+    }
+
+    /// A ready lane about to be taken whose front is held again (its free
+    /// front left by expiry or withdrawal, and closing has not ended the
+    /// holds): it goes back to waiting, with a hold entry. Returns whether
+    /// it did.
+    #[cold]
+    #[inline(never)]
+    fn demote_held(&mut self, place: u32, now_ns: u64) -> bool {
+        let hold = if self.closed { None } else { self.hold };
+        let lane = &mut self.places[place as usize];
+        if !lane.front_held(hold, now_ns) {
+            return false;
+        }
+        lane.state = LaneState::Waiting;
+        self.settle_held(place, true, now_ns);
+        true
     }
 
     #[inline(never)]
@@ -878,7 +1158,12 @@ where
             // A lane fires at the entry of its oldest waiting input only, not
             // at the entry of an input already sent: otherwise a lane could
             // overtake one that was due before it when `take` comes late.
-            if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
+            // A lane whose front is held stays waiting: its hold entry
+            // makes it ready, due by then.
+            if lane.state == LaneState::Waiting
+                && lane.is_deadline_of_oldest(&deadline)
+                && !lane.front_held(self.hold, now_ns)
+            {
                 debug_assert_eq!(
                     lane.oldest_arrival_ns.saturating_add(self.delay_ns),
                     deadline.due_ns
@@ -915,9 +1200,14 @@ where
             return;
         }
         let due = entry.oldest_arrival_ns.saturating_add(delay_ns) <= now_ns;
-        if closed || delay_ns == 0 || due || entry.is_full(&self.config) {
+        let held = self.hold.is_some() && !closed && entry.front_held(self.hold, now_ns);
+        if closed || (!held && (delay_ns == 0 || due || entry.is_full(&self.config))) {
             entry.state = LaneState::Ready;
             self.ready.push_back(lane);
+        } else if held {
+            // Its front's hold entry makes it ready (invariant: holds).
+            entry.state = LaneState::Waiting;
+            self.settle_held(place, true, now_ns);
         } else {
             // Its oldest input's deadline entry is still queued (see the
             // module docs), so it will fire.
@@ -944,6 +1234,7 @@ where
             // Quiet: nothing can be due, so stale deadlines go at once.
             self.deadlines.clear();
             self.expiries.clear();
+            self.holds.clear();
         }
     }
 
@@ -987,6 +1278,7 @@ where
         self.ready_stale = 0;
         self.deadlines.clear();
         self.expiries.clear();
+        self.holds.clear();
         self.waiting = 0;
         self.waiting_weight = 0;
         self.longest.clear();
@@ -994,7 +1286,7 @@ where
         drained
     }
 
-    /// Closes the structure (SPEC G9): nothing new is admitted, and every
+    /// Closes the structure (guarantee G9, docs/guarantees.md): nothing new is admitted, and every
     /// waiting lane is ready at once, its delay ignored. Idempotent.
     pub fn close(&mut self) {
         if self.closed {
@@ -1010,6 +1302,15 @@ where
             if lane.state == LaneState::Waiting && lane.is_deadline_of_oldest(&deadline) {
                 lane.state = LaneState::Ready;
                 self.ready.push_back(deadline.lane);
+            }
+        }
+        // Closing ends every hold: held lanes follow, earliest hold first
+        // (a waiting lane with no deadline entry has a hold entry).
+        while let Some(Reverse(entry)) = self.holds.pop() {
+            let lane = &mut self.places[entry.place as usize];
+            if lane.is_hold_of_front(&entry) {
+                lane.state = LaneState::Ready;
+                self.ready.push_back(lane.id(entry.place));
             }
         }
         // Every waiting lane was found above. Should one ever be missed, it
@@ -1036,10 +1337,22 @@ where
     pub fn next_deadline(&mut self) -> Option<Duration> {
         let batch = self.next_batch_deadline();
         let expiry = self.next_expiry();
-        match (batch, expiry) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let hold = self.next_hold_end();
+        [batch, expiry, hold].into_iter().flatten().min()
+    }
+
+    /// When the earliest hold of a waiting lane's front ends (it may have
+    /// ended already: the lane is made ready at the next step); stale
+    /// entries are dropped on the way (a lane that waits again gets a new
+    /// entry: invariant holds).
+    fn next_hold_end(&mut self) -> Option<Duration> {
+        while let Some(&Reverse(entry)) = self.holds.peek() {
+            if self.places[entry.place as usize].is_hold_of_front(&entry) {
+                return Some(Duration::from_nanos(entry.ends_ns));
+            }
+            self.holds.pop();
         }
+        None
     }
 
     /// When the oldest input still waiting expires, if one may; entries of
@@ -1065,8 +1378,13 @@ where
         while let Some(deadline) = self.deadlines.front() {
             let lane = &self.places[deadline.lane.place as usize];
             if !lane.is_stale(deadline) {
+                // Under a hold, the oldest input's entry may have fallen due
+                // while its lane was held: the lane is then due, and its
+                // hold entry makes it ready (invariant: holds).
                 debug_assert!(
-                    lane.state != LaneState::Waiting || lane.oldest_seq == deadline.seq,
+                    lane.state != LaneState::Waiting
+                        || lane.oldest_seq == deadline.seq
+                        || self.hold.is_some(),
                     "a waiting lane's oldest input has its entry queued"
                 );
                 return Some(Duration::from_nanos(deadline.due_ns));
@@ -1149,6 +1467,28 @@ where
     /// at once. It does not grow with the number of keys ever seen (G5).
     pub fn places_allocated(&self) -> usize {
         self.places.len()
+    }
+
+    /// With an event-time hold, the inputs admitted late (after their event
+    /// time plus the lateness) and so never held; refused ones are not
+    /// counted (see `refuse_late`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::parts::Lanes;
+    /// use ferry_shard::{Hold, LanesConfig};
+    ///
+    /// let t = Duration::from_millis;
+    /// let hold = Some(Hold::new(t(10)));
+    /// let mut lanes = Lanes::new(LanesConfig { hold, ..LanesConfig::default() });
+    /// lanes.admit("k", 'a', 95, 1, t(100)).unwrap(); // held until 105
+    /// lanes.admit("k", 'b', 80, 1, t(100)).unwrap(); // its hold ended at 90
+    /// assert_eq!(lanes.admitted_late(), 1);
+    /// let batch = lanes.take(t(100)).unwrap();
+    /// assert_eq!(batch.items, vec!['b'], "the late input goes, the other is held");
+    /// ```
+    pub fn admitted_late(&self) -> u64 {
+        self.admitted_late
     }
 
     /// Deadline entries queued (at most the inputs admitted within one

@@ -21,7 +21,7 @@
 //! `ferry` uses none of them but the two queue types and their `Queue` and
 //! `Waiter` bounds, to name its shards.
 //!
-//! Most users want the crate `ferry`.
+//! Most users want the crate `ferry` (the package `ferry-engine`).
 // No unsafe code but the two system calls of `slice.rs` and the answer
 // cell's shared memory (`answer_cell.rs`, `pool.rs`), which allow it for
 // themselves alone.
@@ -44,6 +44,7 @@ mod flush_door;
 mod gather;
 mod handle;
 mod histogram;
+mod hold;
 mod idle;
 mod intake;
 mod key_hash;
@@ -82,6 +83,7 @@ pub use handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
 };
 pub use histogram::{Distribution, Summary};
+pub use hold::Hold;
 pub use idle::DOZE_LOOK_EVERY;
 pub use key_hash::key_hash;
 pub use order::{Order, Rank};

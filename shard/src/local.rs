@@ -1,8 +1,8 @@
-//! The thread-per-core fast path (SPEC §4): a task running on a shard that
-//! submits a key owned by that same shard is admitted directly into the
-//! shard's queue — no intake, no channel, no atomic operation — and is
-//! answered through a single-threaded answer cell (`answer_cell.rs`'s
-//! `local_answer_cell`).
+//! The thread-per-core fast path (docs/guarantees.md#local-submits): a task
+//! running on a shard that submits a key owned by that same shard is
+//! admitted directly into the shard's queue — no intake, no channel, no
+//! atomic operation — and is answered through a single-threaded answer cell
+//! (`answer_cell.rs`'s `local_answer_cell`).
 //!
 //! The shard's thread installs a [`LocalShard`] in a thread-local while its
 //! loop runs. A local submit finds it, checks that it belongs to the same

@@ -1,4 +1,5 @@
-//! The order in which a key's waiting inputs are sent (SPEC G2).
+//! The order in which a key's waiting inputs are sent (guarantee G2,
+//! docs/guarantees.md).
 //!
 //! An [`Order`] turns an input into a rank (`i64`). A lane keeps its waiting
 //! inputs in ascending rank, ties in admission order, and batches are taken
@@ -10,9 +11,15 @@
 //! were already sent (a late input) is neither held nor refused: it goes in
 //! its key's next batch, at its rank among what is waiting then, and the store
 //! decides what it means.
+//!
+//! The one exception is opt-in: an *event-time* order
+//! ([`Order::event_time`]) ranks by an input's event time and also names a
+//! lateness, for which the shard holds each input (see `hold.rs`), so that
+//! inputs arriving out of order within that bound are still sent in order.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A rule that ranks inputs; implement it for orders a closure cannot say
 /// conveniently (or to name an order and give it state).
@@ -63,13 +70,19 @@ where
 /// ```
 pub struct Order<I> {
     rule: Option<Arc<dyn Rank<I>>>,
+    /// With an event-time order, how long past its event time an input is
+    /// held; `None` for every other order.
+    lateness: Option<Duration>,
 }
 
 impl<I> Order<I> {
     /// Admission order: every input gets rank 0, so ties (admission order)
     /// decide everything. This is the default.
     pub fn arrival() -> Self {
-        Self { rule: None }
+        Self {
+            rule: None,
+            lateness: None,
+        }
     }
 
     /// Rank each input with `rank`; it may capture whatever it needs.
@@ -87,7 +100,47 @@ impl<I> Order<I> {
     {
         Self {
             rule: Some(Arc::new(rule)),
+            lateness: None,
         }
+    }
+
+    /// Event time: rank each input by `at`, its event time in milliseconds
+    /// since the UNIX epoch, and hold it on its shard until `at + lateness`
+    /// has passed on the local wall clock. Inputs of a key that arrive out
+    /// of order by less than `lateness` are then sent in event-time order,
+    /// across batches too; the price is `lateness` of latency on every input.
+    ///
+    /// A batch takes only inputs whose hold has ended, and a key's lane is
+    /// not ready before its front input's hold ends; closing ends every
+    /// hold. An input that arrives when its hold has already ended (a late
+    /// input) is not held: it goes in its key's next batch at its rank, or,
+    /// with the builder's `refuse_late(true)`, is refused `Late` and handed
+    /// back.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry_shard::Order;
+    ///
+    /// struct Reading { at_ms: i64 }
+    /// let order = Order::event_time(|r: &Reading| r.at_ms, Duration::from_millis(25));
+    /// assert_eq!(order.rank(&Reading { at_ms: 1_700_000_000_000 }), 1_700_000_000_000);
+    /// assert_eq!(order.lateness(), Some(Duration::from_millis(25)));
+    /// assert_eq!(Order::by(|r: &Reading| r.at_ms).lateness(), None);
+    /// ```
+    pub fn event_time<F>(at: F, lateness: Duration) -> Self
+    where
+        F: Fn(&I) -> i64 + Send + Sync + 'static,
+    {
+        Self {
+            lateness: Some(lateness),
+            ..Self::new(at)
+        }
+    }
+
+    /// The lateness an event-time order holds inputs for; `None` for any
+    /// other order (nothing is held).
+    pub fn lateness(&self) -> Option<Duration> {
+        self.lateness
     }
 
     /// The rank of `input` under this order.
@@ -115,15 +168,17 @@ impl<I> Clone for Order<I> {
     fn clone(&self) -> Self {
         Self {
             rule: self.rule.clone(),
+            lateness: self.lateness,
         }
     }
 }
 
 impl<I> fmt::Debug for Order<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.rule {
-            None => f.write_str("Order::arrival()"),
-            Some(_) => f.write_str("Order::by(..)"),
+        match (&self.rule, self.lateness) {
+            (None, _) => f.write_str("Order::arrival()"),
+            (Some(_), None) => f.write_str("Order::by(..)"),
+            (Some(_), Some(lateness)) => write!(f, "Order::event_time(.., {lateness:?})"),
         }
     }
 }
@@ -146,5 +201,15 @@ mod tests {
         assert!(!order.is_arrival());
         assert_eq!(order.rank(&15), 5);
         assert_eq!(order.clone().rank(&10), 0);
+    }
+
+    #[test]
+    fn event_time_ranks_by_the_time_and_keeps_its_lateness() {
+        let order = Order::event_time(|ms: &i64| *ms, Duration::from_millis(7));
+        assert!(!order.is_arrival());
+        assert_eq!(order.rank(&42), 42);
+        assert_eq!(order.clone().lateness(), Some(Duration::from_millis(7)));
+        assert_eq!(format!("{order:?}"), "Order::event_time(.., 7ms)");
+        assert_eq!(Order::<i64>::arrival().lateness(), None);
     }
 }

@@ -1,5 +1,6 @@
-//! Why an input was not admitted, and the input itself handed back (SPEC G4,
-//! G6, G9): a refusal never swallows what the caller gave.
+//! Why an input was not admitted, and the input itself handed back
+//! (guarantees G4, G6 and G9, docs/guarantees.md): a refusal never swallows
+//! what the caller gave.
 
 use std::fmt;
 
@@ -27,6 +28,10 @@ pub enum Refused {
     TooHeavy,
     /// The engine is closed (or closing) and admits nothing new.
     Closed,
+    /// With an event-time order and `refuse_late(true)`: the input's hold
+    /// (its event time plus the lateness) had already ended when it
+    /// arrived. Its caller gets [`FerryError::Late`](crate::FerryError::Late).
+    Late,
 }
 
 impl fmt::Display for Refused {
@@ -40,6 +45,7 @@ impl fmt::Display for Refused {
             }
             Refused::TooHeavy => "the input weighs more than max_batch_weight",
             Refused::Closed => "the engine is closed",
+            Refused::Late => "the input arrived after its event time plus the lateness had passed",
         })
     }
 }

@@ -1,5 +1,5 @@
-//! Which runtime runs the shards (SPEC §4.1), and whether glommio can run
-//! here at all.
+//! Which runtime runs the shards (docs/guarantees.md#starting), and whether
+//! glommio can run here at all.
 //!
 //! Glommio needs io_uring and some locked memory. A default container
 //! refuses the first (Docker's and containerd's seccomp profiles block

@@ -174,7 +174,8 @@ where
     runtime_woke_at: Option<Nanos>,
     /// With a batch delay, an input's delay runs from its arrival, so it
     /// is stamped when popped: the round's start may be from before its
-    /// push. (Without one, the stamp decides nothing and the latest
+    /// push. So with an event-time hold, whose late inputs are told at
+    /// arrival. (Without either, the stamp decides nothing and the latest
     /// reading will do.)
     stamp_on_pop: bool,
     /// `max_queue_time` is set: inputs may expire.
@@ -197,7 +198,9 @@ where
             let core = parts.core.borrow();
             let config = core.queue().config();
             (
-                !config.max_batch_delay.is_zero() || config.max_queue_time.is_some(),
+                !config.max_batch_delay.is_zero()
+                    || config.max_queue_time.is_some()
+                    || config.hold.is_some(),
                 config.max_queue_time.is_some(),
             )
         };

@@ -263,6 +263,11 @@ figures! {
     /// Of those, admitted directly from a task on the shard itself (the
     /// thread-per-core fast path). Counter.
     Counter admitted_local,
+    /// Of those, with an event-time order, admitted after their event time
+    /// plus the lateness had passed (late, and `refuse_late` off): never
+    /// held, sent in their key's next batch, so they may reach the store
+    /// after inputs of later event times. Counter.
+    Counter admitted_late,
     /// Inputs refused (at the intake or by the shard), handed back; the sum
     /// of the `refused_*` figures, exported through them. Counter.
     Counter refused => (none),
@@ -331,6 +336,10 @@ figures! {
     /// Inputs refused `Closed`: the engine was closed, or the shard had
     /// stopped. Counter.
     Counter refused_closed => ("ferry_refused_total", reason = "closed"),
+    /// Inputs refused `Late` (answered `FerryError::Late`): with an
+    /// event-time order and `refuse_late(true)`, they arrived after their
+    /// event time plus the lateness. Counter.
+    Counter refused_late => ("ferry_refused_total", reason = "late"),
     ;
     /// Inputs per batch.
     Distribution batch_size => ("ferry_batch_size", 1.0),
@@ -347,9 +356,9 @@ figures! {
 }
 
 /// Reasons a caller may be refused before the shard sees the input
-/// (`KeyFull` is only the shard's to say, but has a slot so that every
-/// reason has one).
-const INTAKE_REASONS: usize = 4;
+/// (`KeyFull` and `Late` are only the shard's to say, but have a slot so
+/// that every reason has one).
+const INTAKE_REASONS: usize = 5;
 
 /// Where a refusal at the intake is counted.
 fn intake_slot(reason: Refused) -> usize {
@@ -358,6 +367,7 @@ fn intake_slot(reason: Refused) -> usize {
         Refused::TooHeavy => 1,
         Refused::Closed => 2,
         Refused::KeyFull => 3,
+        Refused::Late => 4,
     }
 }
 
@@ -367,6 +377,7 @@ const INTAKE_SLOTS: [Refused; INTAKE_REASONS] = [
     Refused::TooHeavy,
     Refused::Closed,
     Refused::KeyFull,
+    Refused::Late,
 ];
 
 /// Counts `n` refusals for `reason`: in `refused` and in its reason's figure.
@@ -377,6 +388,7 @@ pub(crate) fn count_refusal(stats: &mut ShardStats, reason: Refused, n: u64) {
         Refused::TooHeavy => &mut stats.refused_too_heavy,
         Refused::Closed => &mut stats.refused_closed,
         Refused::KeyFull => &mut stats.refused_key_full,
+        Refused::Late => &mut stats.refused_late,
     } += n;
 }
 

@@ -1,9 +1,11 @@
 //! `Fifo` against a deliberately plain model, step by step, and one readable
-//! test per promise of the unkeyed queue (SPEC §9).
+//! test per promise of the unkeyed queue
+//! (docs/guarantees.md#unkeyed-batching).
 //!
 //! The model keeps the waiting inputs in a `Vec` and answers every question
-//! from the definitions in SPEC §2 and §9 by a linear scan: the oldest input
-//! is the smallest arrival in the whole `Vec` (never "the front"), and
+//! from the definitions (docs/guarantees.md, "Terms" and "Unkeyed
+//! batching") by a linear scan: the oldest input is the smallest arrival in
+//! the whole `Vec` (never "the front"), and
 //! readiness, due time, expiry and the batch are worked out from what they
 //! mean, not from how `Fifo` computes them. A proptest drives random
 //! sequences of admit (weights up to too heavy), advance time, take (whole or

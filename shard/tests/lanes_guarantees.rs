@@ -1,4 +1,5 @@
-//! One readable test per promise of `Lanes`, named after it (SPEC §1, §2).
+//! One readable test per promise of `Lanes`, named after it (G1–G10 and
+//! the terms of docs/guarantees.md).
 //!
 //! Time is in microseconds since an arbitrary origin; items are small numbers
 //! (or `(key, number)` pairs) so that each batch reads as what was sent.
@@ -446,8 +447,9 @@ fn time_going_backwards_is_caught_in_debug_builds() {
     let _ = lanes.take(us(4));
 }
 
-/// SPEC §2 and G7: a lane is ready when full, due or closing, and ready
-/// lanes are served first come, first served. A lane whose inputs all
+/// Terms (docs/guarantees.md#terms) and G7: a lane is ready when full, due
+/// or closing, and ready lanes are served first come, first served. A lane
+/// whose inputs all
 /// expired while it stood in the ready line is gone (G5); an input that
 /// comes for its key afterwards starts a new lane, which waits for its
 /// delay like any other, and must not take the old lane's place in line,
@@ -481,7 +483,7 @@ fn g7_a_lane_emptied_in_the_ready_line_and_given_a_new_input_does_not_keep_its_p
     assert_eq!(
         lanes.lane_state(&"a"),
         Some(LaneState::Waiting),
-        "one input, not due before 112: waiting (SPEC §2)"
+        "one input, not due before 112: waiting (docs/guarantees.md#terms)"
     );
     assert!(lanes.take(us(111)).is_none(), "a is not due yet");
     assert_eq!(lanes.take(us(112)).expect("a is due").items, [5]);

@@ -3,12 +3,21 @@
 //! The model below knows nothing of places, hash tables, epochs or deadline
 //! queues: it keeps every waiting input of the shard in one `Vec`, the busy
 //! keys in another and the ready line in a third, and answers every question
-//! by a linear scan. It is written from the spec (SPEC §1, §2, §3, §4.2) and
-//! the documented behaviour of `Lanes`, so that the two can disagree. A
+//! by a linear scan. It is written from the guarantees (docs/guarantees.md:
+//! G1–G10, terms, settings, flush, overload and withdrawal) and the
+//! documented behaviour of `Lanes`, so that the two can disagree. A
 //! proptest drives random sequences of admit (with a per-key bound), advance
 //! time, take, complete, close, next-deadline, expire and withdraw on both,
 //! and compares every observable after every step; at the end every
 //! admitted input has left exactly once, by a batch, expiry or withdrawal.
+//!
+//! Event time is driven too: in some cases the structure holds each input
+//! until its rank (an event time, in ticks) plus a lateness, refuses late
+//! inputs or not, and ends batches where a boundary value changes. The
+//! model says it plainly: a lane whose front input is held is not ready,
+//! a batch stops before the first held input and at a change of boundary,
+//! held lanes become ready in the order their front's hold ends (ties by
+//! that input's admission), and closing ends every hold.
 //!
 //! Trips are driven as the shard's core takes them: several takes at the
 //! same `now`, up to a number of batches, each looked at first with
@@ -22,13 +31,19 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneId, LaneState, Lanes};
-use ferry_shard::{key_hash, LanesConfig, Refused};
+use ferry_shard::{key_hash, Hold, LanesConfig, Refused};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
-/// Time in the test is counted in ticks of one microsecond.
+/// Time in the test is counted in ticks of one millisecond, the unit of an
+/// event time, so that a rank and a time compare directly.
 fn at(tick: u64) -> Duration {
-    Duration::from_micros(tick)
+    Duration::from_millis(tick)
+}
+
+/// A duration back in ticks.
+fn ticks(span: Duration) -> u64 {
+    span.as_millis() as u64
 }
 
 // ---------------------------------------------------------------------------
@@ -45,6 +60,12 @@ struct Bounds {
     queueing_per_key_max: usize,
     delay_ticks: u64,
     queue_time_ticks: Option<u64>,
+    /// Event time: inputs are held until their rank plus this many ticks.
+    lateness_ticks: Option<u64>,
+    /// With a hold, late inputs are refused `Late`.
+    refuse_late: bool,
+    /// Batches end where the boundary value changes.
+    boundaries: bool,
 }
 
 impl Bounds {
@@ -60,6 +81,11 @@ impl Bounds {
             // Withdrawal is driven through `withdraw_with` here; the flag is
             // the core's business.
             withdraw_on_drop: false,
+            hold: self.lateness_ticks.map(|lateness| Hold {
+                refuse_late: self.refuse_late,
+                ..Hold::new(at(lateness))
+            }),
+            boundaries: self.boundaries,
         }
     }
 }
@@ -75,6 +101,7 @@ fn is_gone(mask: u32, id: u64) -> bool {
 struct Entry {
     key: u32,
     rank: i64,
+    boundary: i64,
     /// Admission order over the whole shard.
     seq: u64,
     arrival: u64,
@@ -110,6 +137,11 @@ struct Model {
     expired_until: Option<u64>,
     /// Arrival of every input ever admitted.
     arrivals: Vec<u64>,
+    /// Batches cut short by a held input, and by a change of boundary.
+    cut_by_hold: u64,
+    cut_by_boundary: u64,
+    /// Lanes in line whose front was held again when a take reached them.
+    held_again: u64,
 }
 
 impl Model {
@@ -124,7 +156,45 @@ impl Model {
             closed: false,
             expired_until: None,
             arrivals: Vec::new(),
+            cut_by_hold: 0,
+            cut_by_boundary: 0,
+            held_again: 0,
         }
+    }
+
+    /// When the hold of an input of rank `rank` ends, with a hold.
+    fn hold_end(&self, rank: i64) -> Option<u64> {
+        let lateness = self.bounds.lateness_ticks?;
+        Some((rank + lateness as i64).max(0) as u64)
+    }
+
+    /// Whether an input of rank `rank` is still held now (never once
+    /// closed).
+    fn is_held(&self, rank: i64) -> bool {
+        !self.closed && self.hold_end(rank).is_some_and(|end| end > self.now)
+    }
+
+    /// Whether `key`'s first input in lane order is still held.
+    fn front_held(&self, key: u32) -> bool {
+        self.inputs_of(key)
+            .first()
+            .is_some_and(|e| self.is_held(e.rank))
+    }
+
+    /// Waiting keys, in the order their front's hold ends, ties by that
+    /// input's admission.
+    fn keys_waiting_by_hold(&self) -> Vec<u32> {
+        let mut keys: Vec<(u64, u64, u32)> = self
+            .keys_alive()
+            .into_iter()
+            .filter(|&k| self.state_of(k) == Some(LaneState::Waiting))
+            .map(|k| {
+                let front = self.inputs_of(k)[0].clone();
+                (self.hold_end(front.rank).unwrap_or(0), front.seq, k)
+            })
+            .collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|(_, _, k)| k).collect()
     }
 
     /// A key's waiting inputs in the order they will be sent: by rank, ties
@@ -223,7 +293,14 @@ impl Model {
             .count()
     }
 
-    fn admit(&mut self, key: u32, id: u64, rank: i64, weight: u64) -> Result<(), (u64, Refused)> {
+    fn admit(
+        &mut self,
+        key: u32,
+        id: u64,
+        rank: i64,
+        boundary: i64,
+        weight: u64,
+    ) -> Result<(), (u64, Refused)> {
         let count: usize = self.waiting.len();
         let weight_waiting: u64 = self.waiting.iter().map(|e| e.weight).sum();
         if self.closed {
@@ -232,6 +309,10 @@ impl Model {
         if weight > self.bounds.batch_weight_max {
             return Err((id, Refused::TooHeavy));
         }
+        let late = self.hold_end(rank).is_some_and(|end| end <= self.now);
+        if late && self.bounds.refuse_late {
+            return Err((id, Refused::Late));
+        }
         if count + 1 > self.bounds.queueing_max
             || weight_waiting + weight > self.bounds.queued_weight_max
         {
@@ -239,7 +320,7 @@ impl Model {
         }
         self.promote_due();
         // Only waiting inputs count towards the key's bound, not those in
-        // flight (SPEC §3).
+        // flight (docs/guarantees.md#settings).
         let key_waiting = self.waiting.iter().filter(|e| e.key == key).count();
         if key_waiting >= self.bounds.queueing_per_key_max {
             return Err((id, Refused::KeyFull));
@@ -247,6 +328,7 @@ impl Model {
         self.waiting.push(Entry {
             key,
             rank,
+            boundary,
             seq: self.seq_next,
             arrival: self.now,
             weight,
@@ -255,9 +337,11 @@ impl Model {
         self.seq_next += 1;
         self.arrivals.push(self.now);
         // An idle lane is ready at once without a delay, or as soon as it is
-        // full; a busy lane waits for its batch to complete first.
+        // full; a busy lane waits for its batch to complete first. With a
+        // hold, not while its front input is held.
         if self.state_of(key) == Some(LaneState::Waiting)
-            && (self.bounds.delay_ticks == 0 || self.is_full(key))
+            && !self.front_held(key)
+            && (self.bounds.delay_ticks == 0 || self.is_full(key) || self.is_due(key))
         {
             self.ready_line.push(key);
         }
@@ -268,7 +352,20 @@ impl Model {
     /// due: by their oldest input's arrival, ties by its admission. Every
     /// step that can change the line does this first, so a lane that fell
     /// due is never passed by one that became ready later (G7).
+    ///
+    /// With a hold (the cases hold with no delay), a waiting lane whose
+    /// front is no longer held joins the line, in the order the fronts'
+    /// holds ended, ties by the front's admission.
     fn promote_due(&mut self) {
+        if self.bounds.lateness_ticks.is_some() {
+            assert_eq!(self.bounds.delay_ticks, 0, "held cases have no delay");
+            for key in self.keys_waiting_by_hold() {
+                if !self.front_held(key) {
+                    self.ready_line.push(key);
+                }
+            }
+            return;
+        }
         for key in self.keys_waiting_oldest_first() {
             if self.is_due(key) {
                 self.ready_line.push(key);
@@ -277,28 +374,43 @@ impl Model {
     }
 
     /// The key's next batch: its first inputs in lane order, as many as fit
-    /// the batch bounds (at least one), and their weight.
-    fn batch_of(&self, key: u32) -> (Vec<u64>, u64) {
+    /// the batch bounds (at least one), none still held and none of another
+    /// boundary than the first, and their weight; and what cut it short (a
+    /// held input or a boundary), if anything did.
+    fn batch_of(&self, key: u32) -> (Vec<u64>, u64, Option<&'static str>) {
         let mut ids = Vec::new();
         let mut weight = 0;
-        for input in self.inputs_of(key) {
+        let inputs = self.inputs_of(key);
+        for input in &inputs {
             let fits = ids.is_empty() || weight + input.weight <= self.bounds.batch_weight_max;
             if ids.len() == self.bounds.batch_size_max || !fits {
-                break;
+                return (ids, weight, None);
+            }
+            if self.is_held(input.rank) {
+                assert!(!ids.is_empty(), "a ready lane's front is not held");
+                return (ids, weight, Some("hold"));
+            }
+            if self.bounds.boundaries && input.boundary != inputs[0].boundary {
+                return (ids, weight, Some("boundary"));
             }
             ids.push(input.id);
             weight += input.weight;
         }
-        (ids, weight)
+        (ids, weight, None)
     }
 
     /// The front of the ready line, due lanes promoted first; lanes emptied
     /// while in line leave it as a take (or a look) reaches them.
+    /// A lane in line whose front is held again (its free front left by
+    /// expiry or withdrawal) leaves the line and waits.
     fn front(&mut self) -> Option<u32> {
         self.promote_due();
         while let Some(&key) = self.ready_line.first() {
-            if self.holds_inputs(key) {
+            if self.holds_inputs(key) && !self.front_held(key) {
                 return Some(key);
+            }
+            if self.holds_inputs(key) {
+                self.held_again += 1;
             }
             self.ready_line.remove(0);
         }
@@ -314,7 +426,12 @@ impl Model {
     fn take(&mut self) -> Option<Taken> {
         let key = self.front()?;
         self.ready_line.remove(0);
-        let (ids, weight) = self.batch_of(key);
+        let (ids, weight, cut) = self.batch_of(key);
+        match cut {
+            Some("hold") => self.cut_by_hold += 1,
+            Some(_) => self.cut_by_boundary += 1,
+            None => {}
+        }
         self.waiting.retain(|e| !ids.contains(&e.id));
         self.busy.push(key);
         Some(Taken { key, ids, weight })
@@ -331,7 +448,10 @@ impl Model {
         if !self.holds_inputs(key) {
             return; // The lane is gone.
         }
-        if self.closed || self.bounds.delay_ticks == 0 || self.is_due(key) || self.is_full(key) {
+        let free = !self.front_held(key);
+        if self.closed
+            || (free && (self.bounds.delay_ticks == 0 || self.is_due(key) || self.is_full(key)))
+        {
             self.ready_line.push(key);
         }
     }
@@ -340,10 +460,14 @@ impl Model {
         if self.closed {
             return;
         }
+        // Closing ends every hold: held lanes join in their hold order.
+        let waiting = if self.bounds.lateness_ticks.is_some() {
+            self.keys_waiting_by_hold()
+        } else {
+            self.keys_waiting_oldest_first()
+        };
         self.closed = true;
-        for key in self.keys_waiting_oldest_first() {
-            self.ready_line.push(key);
-        }
+        self.ready_line.extend(waiting);
     }
 
     /// Every waiting input whose queue time has passed by now, oldest first
@@ -612,9 +736,12 @@ fn complete_key(
 
 #[derive(Clone, Debug)]
 enum Op {
+    /// With a hold, the input's event time is `now + 1 - rank`: up to
+    /// `ranks - 1` ticks behind.
     Admit {
         key: u32,
         rank: i64,
+        boundary: i64,
         weight: u64,
     },
     Advance(u64),
@@ -675,11 +802,17 @@ fn bounds() -> impl Strategy<Value = Bounds> {
             prop_oneof![1 => Just(0_u64), 3 => 1..=4_u64],
             prop_oneof![Just(None), (1..=8_u64).prop_map(Some)],
         ),
+        (
+            prop_oneof![2 => Just(None), 1 => (0..=4_u64).prop_map(Some)],
+            any::<bool>(),
+            any::<bool>(),
+        ),
     )
         .prop_map(
             |(
                 (batch_size_max, batch_weight_max, queueing_max, queued_weight_max),
                 (queueing_per_key_max, delay_ticks, queue_time_ticks),
+                (lateness_ticks, refuse_late, boundaries),
             )| {
                 Bounds {
                     batch_size_max,
@@ -687,8 +820,16 @@ fn bounds() -> impl Strategy<Value = Bounds> {
                     queueing_max,
                     queued_weight_max,
                     queueing_per_key_max,
-                    delay_ticks,
+                    // A hold is the wait of its cases: they have no delay.
+                    delay_ticks: if lateness_ticks.is_some() {
+                        0
+                    } else {
+                        delay_ticks
+                    },
                     queue_time_ticks,
+                    lateness_ticks,
+                    refuse_late,
+                    boundaries,
                 }
             },
         )
@@ -696,8 +837,14 @@ fn bounds() -> impl Strategy<Value = Bounds> {
 
 fn op(keys: u32, ranks: i64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        200 => (0..keys, 0..ranks, 1..=3_u64)
-            .prop_map(|(key, rank, weight)| Op::Admit { key, rank, weight }),
+        200 => (0..keys, 0..ranks, 0..2_i64, 1..=3_u64).prop_map(|(key, rank, boundary, weight)| {
+            Op::Admit {
+                key,
+                rank,
+                boundary,
+                weight,
+            }
+        }),
         100 => (0..=3_u64).prop_map(Op::Advance),
         120 => Just(Op::Take),
         40 => (0..3_usize).prop_map(Op::TakePart),
@@ -732,7 +879,7 @@ fn case() -> impl Strategy<Value = Case> {
     (
         bounds(),
         2..=4_u32,
-        prop_oneof![Just(1_i64), Just(3_i64)],
+        prop_oneof![Just(1_i64), Just(3_i64), Just(6_i64)],
         any::<bool>(),
     )
         .prop_flat_map(|(bounds, keys, ranks, probe)| {
@@ -774,7 +921,7 @@ impl Window {
     }
 
     fn check(self, got: Option<Duration>, what: &str) -> Result<(), TestCaseError> {
-        let got_tick = got.map_or(NEVER, |d| d.as_micros() as u64);
+        let got_tick = got.map_or(NEVER, ticks);
         let show = |tick: u64| {
             if tick == NEVER {
                 "none".to_string()
@@ -852,7 +999,7 @@ fn check_next_deadline(
     let got_expiry = lanes.next_expiry();
     expiry.check(got_expiry, "next_expiry")?;
     if let (Some(got), Some(queue_time)) = (got_expiry, model.bounds.queue_time_ticks) {
-        let got = got.as_micros() as u64;
+        let got = ticks(got);
         prop_assert!(
             model.arrivals.iter().any(|&a| a + queue_time == got),
             "next_expiry {} is no admitted input's expiry",
@@ -862,7 +1009,23 @@ fn check_next_deadline(
     let got = lanes.next_deadline();
     batch_deadline_window(model)
         .earlier(expiry)
+        .earlier(hold_window(model))
         .check(got, "next_deadline")
+}
+
+/// What the model says of the hold part of `next_deadline`: exactly the
+/// earliest end of a waiting lane's front hold (it may have passed: the
+/// lane is made ready at the next step), none once closed.
+fn hold_window(model: &Model) -> Window {
+    if model.closed {
+        return Window::exactly(None);
+    }
+    let earliest = model
+        .keys_waiting_by_hold()
+        .into_iter()
+        .filter_map(|k| model.hold_end(model.inputs_of(k)[0].rank))
+        .min();
+    Window::exactly(earliest)
 }
 
 /// Compares every observable that does not change the structure.
@@ -915,13 +1078,29 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
         let now = at(model.now);
         let before = model.clone();
         match *op {
-            Op::Admit { key, rank, weight } => {
+            Op::Admit {
+                key,
+                rank,
+                boundary,
+                weight,
+            } => {
                 let id = id_next;
                 id_next += 1;
+                let rank = if case.bounds.lateness_ticks.is_some() {
+                    model.now as i64 + 1 - rank
+                } else {
+                    rank
+                };
                 let got = lanes
-                    .admit(key, id, rank, weight, now)
+                    .admit_bounded(key, id, rank, boundary, weight, now)
                     .map_err(|refusal| (refusal.item, refusal.reason));
-                let want = model.admit(key, id, rank, weight);
+                let late = model.hold_end(rank).is_some_and(|end| end <= model.now);
+                let want = model.admit(key, id, rank, boundary, weight);
+                match want {
+                    Err((_, Refused::Late)) => reached.refused_late += 1,
+                    Ok(()) if late => reached.admitted_late += 1,
+                    _ => {}
+                }
                 prop_assert_eq!(got, want, "step {}: admit", step);
                 if want.is_ok() {
                     admitted.push(id);
@@ -1068,6 +1247,9 @@ fn run(case: &Case, reached: &mut Reached) -> Result<(), TestCaseError> {
     prop_assert_eq!(lanes.expire_with(at(model.now + 100), |_| ()), 0);
     left.sort_unstable();
     prop_assert_eq!(left, admitted, "every admitted input left exactly once");
+    reached.cut_by_hold += model.cut_by_hold;
+    reached.cut_by_boundary += model.cut_by_boundary;
+    reached.held_again += model.held_again;
     Ok(())
 }
 
@@ -1100,6 +1282,16 @@ struct Reached {
     trip_heavy_first: u64,
     /// Trips of several lanes completed together.
     trips_completed_whole: u64,
+    /// Inputs refused `Late`.
+    refused_late: u64,
+    /// Late inputs admitted (no `refuse_late`): not held.
+    admitted_late: u64,
+    /// Batches that ended before an input still held.
+    cut_by_hold: u64,
+    /// Batches that ended at a change of boundary.
+    cut_by_boundary: u64,
+    /// Lanes in line whose front was held again when a take reached them.
+    held_again: u64,
 }
 
 /// Keys that left the ready line without being taken (emptied).
@@ -1194,6 +1386,11 @@ fn lanes_match_the_model_step_by_step() {
             reached.trip_heavy_first,
         ),
         ("trips completed whole", reached.trips_completed_whole),
+        ("inputs refused Late", reached.refused_late),
+        ("late inputs admitted, not held", reached.admitted_late),
+        ("batches ended before a held input", reached.cut_by_hold),
+        ("batches ended at a boundary", reached.cut_by_boundary),
+        ("lanes in line held again", reached.held_again),
     ];
     for (what, count) in counts {
         assert!(count > 0, "no case reached {what}: {reached:?}");

@@ -1,4 +1,5 @@
-//! Deterministic simulation of one unkeyed shard (SPEC §9).
+//! Deterministic simulation of one unkeyed shard
+//! (docs/guarantees.md#unkeyed-batching).
 //!
 //! The same [`ShardCore`] the shard loop drives, over the unkeyed
 //! [`Fifo`], is driven here by a seed with a simulated clock and a simulated
@@ -28,9 +29,9 @@
 //!   and the core ends quiet;
 //! - G10: a failed, panicked or miscounted batch fails its own callers only.
 //!
-//! Three quarters of the seeds also play the overload settings (SPEC §4.2),
-//! each on or off by the seed; the others play exactly as before those
-//! settings existed:
+//! Three quarters of the seeds also play the overload settings
+//! (docs/guarantees.md#flush-overload-and-withdrawal), each on or off by the
+//! seed; the others play exactly as before those settings existed:
 //!
 //! - `max_queue_time`: at each moment the reference says inputs expire,
 //!   `expire` answers exactly those `Expired`, the input handed back
@@ -742,7 +743,9 @@ impl Sim {
                     Refused::Full => self.summary.refused_full += 1,
                     Refused::TooHeavy => self.summary.refused_too_heavy += 1,
                     Refused::Closed => self.summary.refused_closed += 1,
-                    Refused::KeyFull => unreachable!("the reference refuses no key"),
+                    Refused::KeyFull | Refused::Late => {
+                        unreachable!("the reference refuses no key and holds nothing")
+                    }
                 }
                 trace!(
                     self,
@@ -824,6 +827,7 @@ impl Sim {
             input: arrival.input.clone(),
             rank: 0,
             weight: arrival.weight,
+            boundary: 0,
         };
         let many = arrival.input.id % 4 == 3;
         answer::submit(&mut self.core, offer, at(self.now), many)
@@ -1117,9 +1121,11 @@ impl Sim {
         Ok(())
     }
 
-    /// After every event, SPEC §4.2's accounting: every input submitted so
-    /// far is answered, refused, expired, withdrawn or still open, and the
-    /// open ones are exactly those waiting and those in flight; the core's
+    /// After every event, the accounting of
+    /// docs/guarantees.md#flush-overload-and-withdrawal: every input
+    /// submitted so far is answered, refused, expired, withdrawn or still
+    /// open, and the open ones are exactly those waiting and those in
+    /// flight; the core's
     /// own counters say the same.
     fn check_accounting(&self) -> Result<(), String> {
         let in_flight: usize = self.running.iter().map(|r| r.inputs.len()).sum();

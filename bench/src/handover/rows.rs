@@ -1,5 +1,5 @@
-//! The handover's rows, on PostgreSQL ([`super::rows_pg`]) or Redis
-//! ([`super::rows_redis`]): per key a `version`, an `owner_epoch`, a
+//! The handover's rows, on PostgreSQL (`super::rows_pg`) or Redis
+//! (`super::rows_redis`): per key a `version`, an `owner_epoch`, a
 //! `last_seq` and the list of sequence numbers `applied`, in the order they
 //! were applied.
 //!

@@ -21,6 +21,7 @@
 //! Either way its worker and batches run on a tokio multi-threaded runtime,
 //! and its batches share a [`Pool`] of connections made on that runtime.
 
+use crate::event_time;
 use crate::overload;
 use std::future::Future;
 use std::pin::Pin;
@@ -81,9 +82,14 @@ impl Processor for StoreProcessor {
         _resources: (),
     ) -> impl Future<Output = Result<Vec<u64>, StoreError>> + Send {
         let mut tally = overload::Tally::start();
+        // Kept only while the event-time scenario watches the writes.
+        let mut kept = (self.keying == Keying::Keyed && event_time::watching()).then(Vec::new);
         let (count, sum) = inputs.fold((0_u64, 0_u64), |(count, sum), input| {
             if let Some(tally) = &mut tally {
                 tally.add(input);
+            }
+            if let Some(kept) = &mut kept {
+                kept.push(input);
             }
             (count + 1, sum.wrapping_add(input))
         });
@@ -99,6 +105,9 @@ impl Processor for StoreProcessor {
         };
         async move {
             let version = applying.await?;
+            if let Some(kept) = kept {
+                event_time::note_applied(key, &kept);
+            }
             Ok(outputs(version, count))
         }
     }

@@ -1,5 +1,5 @@
-//! `batcher`: this engine's unkeyed form, [`ferry::Batcher`] (SPEC §9), its
-//! batch function one
+//! `batcher`: this engine's unkeyed form, [`ferry::Batcher`]
+//! (docs/guarantees.md#unkeyed-batching), its batch function one
 //! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed)
 //! per batch.
 //!

@@ -17,6 +17,7 @@
 //! threads are never pinned, so on a small machine they share the shards'
 //! cores.
 
+use crate::event_time;
 use crate::overload;
 use futures::future::Map;
 use futures::{FutureExt, StreamExt};
@@ -94,6 +95,10 @@ impl FerrySystem {
             .doze_before_park(settings.doze_before_park)
             .sched_slice(settings.sched_slice)
             .runtime(runtime);
+        let builder = match event_time::ferry_order() {
+            Some((order, refuse_late)) => builder.order(order).refuse_late(refuse_late),
+            None => builder,
+        };
         let builder = match (shedding, settings.max_queue_time) {
             (false, _) => builder,
             (true, None) => builder.withdraw_on_drop(true),
@@ -120,7 +125,13 @@ impl FerrySystem {
                         overload::note_sent(&inputs);
                         let count = inputs.len() as u64;
                         let applied = sim.apply(key, count, inputs.iter().sum());
-                        async move { applied.await.map(|version| outputs(version, count)) }
+                        async move {
+                            let applied = applied.await;
+                            if applied.is_ok() {
+                                event_time::note_applied(key, &inputs);
+                            }
+                            applied.map(|version| outputs(version, count))
+                        }
                     }
                 })
                 .map_err(|err| in_flags(&err.to_string())),
@@ -175,6 +186,9 @@ async fn apply_through(link: Link, key: u64, inputs: Vec<u64>) -> Result<Vec<u64
     if applied.as_ref().is_err_and(StoreError::breaks_connection) {
         link.broken(&connection);
     }
+    if applied.is_ok() {
+        event_time::note_applied(key, &inputs);
+    }
     applied.map(|version| outputs(version, count))
 }
 
@@ -207,6 +221,11 @@ pub(crate) async fn carry(
     {
         link.broken(&connection);
     }
+    for ((key, inputs), applied) in trip.iter().zip(&applied) {
+        if applied.is_ok() {
+            event_time::note_applied(*key, inputs);
+        }
+    }
     applied
         .into_iter()
         .zip(counts)
@@ -218,7 +237,7 @@ pub(crate) async fn carry(
 pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
     match result {
         Ok(_) => Outcome::Done,
-        Err(FerryError::Refused { .. }) => Outcome::Refused,
+        Err(FerryError::Refused { .. } | FerryError::Late { .. }) => Outcome::Refused,
         Err(FerryError::Expired { .. }) => Outcome::Expired,
         Err(FerryError::Failed(err)) if err.is_unknown() => Outcome::Unknown,
         Err(FerryError::Aborted) => Outcome::Unknown,
@@ -256,6 +275,7 @@ impl System for FerrySystem {
     }
 
     fn close(&mut self) {
+        event_time::note_engine(&self.engine.stats().total());
         self.engine.close();
         self.engine.join();
     }

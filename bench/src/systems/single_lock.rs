@@ -1,5 +1,6 @@
-//! `single-lock`: the design Ferry grew from (design record 0003), ported to
-//! Rust as directly as it goes.
+//! `single-lock`: the design Ferry grew from
+//! (docs/design/0001-per-key-batching-on-shards.md, "Alternatives"), ported
+//! to Rust as directly as it goes.
 //!
 //! All lanes are one [`Lanes`] (the same pure structure a Ferry shard uses)
 //! behind one `std::sync::Mutex`. Admission is one critical section that
@@ -16,6 +17,7 @@
 //! leaves a lane ready wakes one, a cheaper choice that can only help this
 //! baseline.
 
+use crate::event_time;
 use crate::overload;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -158,6 +160,9 @@ async fn run_batch(shared: &Shared, batch: Batch<u64, (u64, Reply)>) {
         .apply(batch.key, count, inputs.iter().sum())
         .await
         .map(|version| outputs(version, count));
+    if result.is_ok() {
+        event_time::note_applied(batch.key, &inputs);
+    }
     let (more_ready, finished) = {
         let mut state = shared.lock();
         state.lanes.complete(batch.lane, shared.origin.elapsed());

@@ -10,6 +10,7 @@
 //! reactor: a tokio runtime of `tokio_workers` threads runs it (and nothing
 //! else), as a service's runtime would under its request handlers.
 
+use crate::event_time;
 use crate::overload;
 use std::future::Future;
 use std::pin::Pin;
@@ -75,7 +76,11 @@ impl System for Unbatched {
                 Box::pin(async move {
                     let _serialised = shared.keys[key as usize].lock().await;
                     overload::note_sent(&[input]);
-                    outcome(sim.apply(key, 1, input).await)
+                    let applied = sim.apply(key, 1, input).await;
+                    if applied.is_ok() {
+                        event_time::note_applied(key, &[input]);
+                    }
+                    outcome(applied)
                 })
             }
             Route::Pool(pool) => {
@@ -83,7 +88,11 @@ impl System for Unbatched {
                 Box::pin(async move {
                     let _serialised = shared.keys[key as usize].lock().await;
                     overload::note_sent(&[input]);
-                    outcome(pool.get().apply(key, 1, input).await)
+                    let applied = pool.get().apply(key, 1, input).await;
+                    if applied.is_ok() {
+                        event_time::note_applied(key, &[input]);
+                    }
+                    outcome(applied)
                 })
             }
         }

@@ -2,6 +2,7 @@
 //! seed plays, and the independent reference it is checked against.
 
 pub mod answer;
+pub mod event_time;
 pub mod flushes;
 pub mod reference;
 pub mod rng;

@@ -1,5 +1,6 @@
-//! The reference the shard is checked against, written from the spec (SPEC
-//! §1, §2, §3, §4.2) and sharing no code with `Lanes` or `ShardCore`: each
+//! The reference the shard is checked against, written from the guarantees
+//! (docs/guarantees.md: G1–G10, terms, settings, flush, overload and
+//! withdrawal) and sharing no code with `Lanes` or `ShardCore`: each
 //! key's waiting inputs are a plain `Vec`, scanned and sorted on demand, and
 //! readiness is computed from its definition (full, due, closed) with the
 //! moment it began, not from any ready line.
@@ -34,7 +35,8 @@ pub struct Lane {
     /// Since when the lane has been idle (created, or its batch completed):
     /// a lane that completes goes to the back of the line, whatever it held.
     pub idle_since: u64,
-    /// When the lane became ready by the spec's definition, once it is.
+    /// When the lane became ready by the definition
+    /// (docs/guarantees.md#terms), once it is.
     pub ready_since: Option<u64>,
     /// When the shard put it in its ready line: at once if it became ready
     /// by an event (an input that filled it, its batch completing, close,
@@ -123,9 +125,9 @@ impl Reference {
     }
 
     /// Why the shard must refuse this input of `key` now, if it must (G6,
-    /// G9, SPEC §3): the first that applies of closed, too heavy, the
-    /// shard's bounds, and the key's own bound, which counts its waiting
-    /// inputs only (not those in flight).
+    /// G9, docs/guarantees.md#settings): the first that applies of closed,
+    /// too heavy, the shard's bounds, and the key's own bound, which counts
+    /// its waiting inputs only (not those in flight).
     pub fn refusal(&self, key: u32, weight: u64) -> Option<Refused> {
         let key_waiting = self.lanes.get(&key).map_or(0, |lane| lane.waiting.len());
         if self.closed {

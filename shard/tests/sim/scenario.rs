@@ -197,6 +197,8 @@ impl Scenario {
             max_queueing_per_key: overload.queueing_per_key_max.unwrap_or(usize::MAX),
             max_queue_time: overload.queue_time.map(at),
             withdraw_on_drop: overload.withdraw_on_drop,
+            hold: None,
+            boundaries: false,
         };
         let slots = rng.range(1, 4) as usize;
         let keys = rng.range(1, 6) as u32;

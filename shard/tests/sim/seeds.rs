@@ -98,7 +98,7 @@ where
                     if seed >= first + count {
                         break;
                     }
-                    if (seed - first) % progress_every == 0 && seed > first {
+                    if (seed - first).is_multiple_of(progress_every) && seed > first {
                         eprintln!("{name}: {} seeds played", seed - first);
                     }
                     match run(seed) {

@@ -1,11 +1,14 @@
-//! The reference an unkeyed shard is checked against, written from the spec
-//! (SPEC §9, and §2 for full, due and batch) and sharing no code with `Fifo`
-//! or `ShardCore`: the waiting inputs are a plain `Vec` in admission order,
+//! The reference an unkeyed shard is checked against, written from the
+//! guarantees (docs/guarantees.md#unkeyed-batching, and #terms for full, due
+//! and batch) and sharing no code with `Fifo` or `ShardCore`: the waiting
+//! inputs are a plain `Vec` in admission order,
 //! every figure is recomputed from it on demand, and readiness comes from
 //! its definition (closed, no delay, full, due), never from a cached flag.
 //!
-//! Inputs also leave without a batch (SPEC §4.2): by expiry, once they have
-//! waited `max_queue_time`, and by withdrawal, when their callers are gone:
+//! Inputs also leave without a batch
+//! (docs/guarantees.md#flush-overload-and-withdrawal): by expiry, once they
+//! have waited `max_queue_time`, and by withdrawal, when their callers are
+//! gone:
 //! a notice withdraws those among the first inputs of the queue, and a take
 //! withdraws those in the batch it forms; a batch left with none goes
 //! nowhere, and the take looks again.
