@@ -21,7 +21,7 @@ use ferry_bench::handover;
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::overload::Slowdown;
 use ferry_bench::report::{self, JsonReport, RunResult};
-use ferry_bench::store::{Store, StoreAddress};
+use ferry_bench::store::{Fence, Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
 /// Load-test Ferry against a store and compare it with a single-lock design,
@@ -330,11 +330,19 @@ struct Args {
     #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "20ms")]
     handover_lag: Duration,
 
-    /// --handover: leave the owner epoch out of the write's condition (the
-    /// control): a stale owner's writes then land, and the read-back counts
-    /// seqs applied twice and out of order instead of failing on them
+    /// Turn the fence off (the control): --handover leaves the owner epoch
+    /// out of the write's condition, so a stale owner's writes land; with
+    /// --fault, a ferry batch whose write's outcome was lost sends it again
+    /// without looking whether it landed. The read-back then counts what
+    /// was applied twice
     #[arg(long, hide_short_help = true)]
     no_fence: bool,
+
+    /// How long a ferry batch whose write's outcome was lost (the
+    /// connection broke after it was sent) retries it, fenced, before its
+    /// callers get an unknown outcome; 0 answers unknown at once
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, default_value = "10s")]
+    retry_unknown: Duration,
 
     /// --handover: inputs of one key submitted and not yet answered on its
     /// owner, at most
@@ -577,11 +585,11 @@ impl Args {
         })
     }
 
-    fn fence(&self) -> handover::Fence {
+    fn fence(&self) -> Fence {
         if self.no_fence {
-            handover::Fence::Off
+            Fence::Off
         } else {
-            handover::Fence::On
+            Fence::On
         }
     }
 
@@ -845,6 +853,8 @@ fn settings(args: &Args) -> Settings {
             .or(args.timeout.map(|timeout| timeout.mul_f64(0.9))),
         max_trip_batches: args.max_trip_batches,
         max_trips_in_flight: args.max_trips_in_flight,
+        retry_unknown: args.retry_unknown,
+        fence: args.fence(),
     }
 }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::faults::FaultSeen;
 use crate::load::{Load, Measured, Phase, Progress};
 use crate::overload::{Goodput, Slowdown, Waste};
-use crate::store::Contents;
+use crate::store::{Contents, Resolutions};
 
 /// One measured run of one system at one shard count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -104,6 +104,9 @@ pub struct RunResult {
     /// without faults.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSeen>,
+    /// How the run's ferry batches resolved writes whose outcome was lost
+    /// (see [`crate::store::resolve`]).
+    pub resolutions: Resolutions,
     /// The latency histogram the percentiles above come from, ns: every
     /// percentile, for `--plot`'s curves. Not in the JSON.
     #[serde(skip)]
@@ -286,6 +289,7 @@ impl RunResult {
             timed_out: measured.timed_out,
             overload: None,
             faults: Vec::new(),
+            resolutions: Resolutions::default(),
             latency: latency.clone(),
             engine: None,
         }
@@ -322,6 +326,15 @@ impl RunResult {
     /// outcomes that were applied, when the read-back matches.
     pub fn unknown_applied(&self) -> u64 {
         self.applied.saturating_sub(self.completed)
+    }
+
+    /// The inputs applied beyond every input that may have been: those
+    /// answered with success, with an unknown outcome, or timed out. At
+    /// least this many were applied twice (or applied though answered as
+    /// failed); 0 in a run that keeps its promises.
+    pub fn applied_beyond(&self) -> u64 {
+        self.applied
+            .saturating_sub(self.completed + self.unknown + self.timed_out)
     }
 
     /// `ferry (2 shards)` or `single-lock`.
@@ -678,9 +691,14 @@ pub fn read_backs(runs: &[RunResult]) -> String {
             continue;
         }
         let verdict = if run.read_back_matches() {
-            "exactly the inputs answered with success"
+            "exactly the inputs answered with success".to_string()
+        } else if run.applied_beyond() > 0 {
+            format!(
+                "NOT the inputs answered with success: {} more, applied twice",
+                thousands(run.applied_beyond())
+            )
         } else {
-            "NOT the inputs answered with success"
+            "NOT the inputs answered with success".to_string()
         };
         let _ = writeln!(
             out,
@@ -739,6 +757,16 @@ pub fn faults(runs: &[RunResult]) -> String {
             thousands(run.failed),
             thousands(run.unknown),
         );
+        let resolved = run.resolutions;
+        if resolved.total() > 0 {
+            let _ = writeln!(
+                out,
+                "  writes whose outcome was lost, retried: {} found applied, {} found absent and sent again, {} sent again without looking (--no-fence)",
+                thousands(resolved.landed),
+                thousands(resolved.sent),
+                thousands(resolved.resent_blind),
+            );
+        }
         for seen in &run.faults {
             let _ = writeln!(out, "  {}", seen.describe());
         }
@@ -843,6 +871,7 @@ impl RunResult {
             timed_out: 0,
             overload: None,
             faults: Vec::new(),
+            resolutions: Resolutions::default(),
             latency: crate::store::new_histogram(),
             engine: None,
         }

@@ -14,7 +14,7 @@ use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
 use crate::report::{EngineFigures, OverloadResult, RunResult};
 use crate::sched;
-use crate::store::{Contents, Store};
+use crate::store::{resolutions, Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
@@ -142,6 +142,7 @@ fn measure<S: System>(
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     let conflicts_before = store.conflicts();
+    let resolutions_before = resolutions();
     let held_before = store.contents()?;
     let _ = store.take_lateness();
     let server_cpu_before = store.server_cpu_time();
@@ -168,10 +169,12 @@ fn measure<S: System>(
     }
     let injected = injected.map_err(|problem| format!("{name}: {problem}"))?;
     let conflicts = store.conflicts() - conflicts_before;
+    let resolved = resolutions().since(resolutions_before);
     // Read back once the system is closed, so no batch is still writing.
     let held: Contents = store.contents()?.since(held_before);
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
+    result.resolutions = resolved;
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
     result.runtime_reason = system.runtime_reason();
     result.sched_slice = sched::describe(&slices);

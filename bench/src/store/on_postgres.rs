@@ -27,8 +27,8 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{
-    admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
-    WRITE_ATTEMPTS_MAX,
+    admin_runtime, resolve, Attempt, Contents, Resolved, RoundFailed, Rounds, StoreError, Write,
+    CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX,
 };
 
 /// The table `ferry-load` creates, resets, reads back and drops.
@@ -384,7 +384,7 @@ impl PgConnection {
                     ],
                 )
                 .await
-                .map_err(write_error)?;
+                .map_err(|err| write_error(err).sent_from(version as u64))?;
             if written == 1 {
                 return Ok(version as u64);
             }
@@ -394,6 +394,41 @@ impl PgConnection {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
+    }
+
+    /// A lost write resolved (see [`resolve`]): the `SELECT`, then the
+    /// conditional `UPDATE` again only if the key is still at `from`.
+    pub(super) async fn resolve(
+        self: Arc<Self>,
+        write: Write,
+        from: u64,
+    ) -> Result<Resolved, StoreError> {
+        let Write { key, count, sum } = write;
+        let key_sql = key as i64;
+        let row = self
+            .client
+            .query_one(&self.read, &[&key_sql])
+            .await
+            .map_err(server_error)?;
+        let version: i64 = row.try_get(0).map_err(server_error)?;
+        let value: i64 = row.try_get(1).map_err(server_error)?;
+        if resolve::judge(key, from, count, version as u64)? == resolve::Found::Landed {
+            return Ok(Resolved::Landed);
+        }
+        let written = self
+            .client
+            .execute(
+                &self.write,
+                &[
+                    &key_sql,
+                    &version,
+                    &(version + count as i64),
+                    &value.wrapping_add(sum as i64),
+                ],
+            )
+            .await
+            .map_err(|err| write_error(err).sent_from(from))?;
+        resolve::sent_again(key, from, written == 1)
     }
 
     /// A trip: one `SELECT` of every key's row, then one `UPDATE` writing
@@ -430,7 +465,7 @@ impl PgConnection {
         for &at in left {
             let Write { key, count, sum } = writes[at];
             let Some(&(version, held)) = read.get(&(key as i64)) else {
-                return Err(StoreError::Server(format!("key {key} has no row")));
+                return Err(StoreError::Server(format!("key {key} has no row")).into());
             };
             expected.push(version);
             next.push(version + count as i64);
@@ -440,7 +475,10 @@ impl PgConnection {
             .client
             .query(&self.write_many, &[&keys, &expected, &next, &value])
             .await
-            .map_err(write_error)?;
+            .map_err(|err| {
+                let sent_from = expected.iter().map(|&version| version as u64).collect();
+                RoundFailed::sent(write_error(err), sent_from)
+            })?;
         let mut written_keys = std::collections::HashSet::with_capacity(written_rows.len());
         for row in written_rows {
             written_keys.insert(row.try_get::<_, i64>(0).map_err(server_error)?);
@@ -518,7 +556,10 @@ fn write_error(err: tokio_postgres::Error) -> StoreError {
     if err.as_db_error().is_some() && !ends_connection(&err) {
         StoreError::Server(said(&err))
     } else {
-        StoreError::Unknown(said(&err))
+        StoreError::Unknown {
+            why: said(&err),
+            from: None,
+        }
     }
 }
 
