@@ -499,22 +499,22 @@ fn server_error(err: RedisError) -> StoreError {
     }
 }
 
-/// An error of the write itself: the server's refusal (the script did not
-/// run), or a connection that failed once the write was sent (applied or
-/// not: the outcome is unknown).
+/// An error of the write itself: the server's refusal (an error reply:
+/// the script did not run), or anything else once the write was sent (a
+/// connection that failed, a reply that could not be read): applied or
+/// not, the outcome is unknown. Only an error the server itself answered
+/// is taken as definite.
 fn write_error(err: RedisError) -> StoreError {
-    if connection_failed(&err) {
+    if err.code().is_some() && !connection_failed(&err) {
+        StoreError::Server(err.to_string())
+    } else {
         StoreError::Unknown {
             why: err.to_string(),
             from: None,
         }
-    } else {
-        StoreError::Server(err.to_string())
     }
 }
 
-/// Whether `err` is the connection's failure rather than the server's
-/// answer.
 fn connection_failed(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_connection_dropped()
