@@ -987,6 +987,7 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
     print!("{}", report::engine_figures(runs));
     print!("{}", report::faults(runs));
     print!("{}", report::read_backs(runs));
+    print!("{}", report::cpu_split(runs));
     print!("{}", report::server_cpu(runs));
 }
 

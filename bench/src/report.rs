@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cpu::CpuSplitPerInput;
 use crate::faults::FaultSeen;
 use crate::load::{Load, Measured, Phase, Progress};
 use crate::overload::{Goodput, Slowdown, Waste};
@@ -72,6 +73,10 @@ pub struct RunResult {
     /// CPU time of the whole process (every thread: system, generators,
     /// store) per input completed, over the whole run, µs.
     pub cpu_us_per_input: f64,
+    /// The same, split by whose threads used it: the system's own, the
+    /// load's generators, the simulated store's (µs per input; read before
+    /// the system is closed, so its threads' exit is not in it).
+    pub cpu_split: CpuSplitPerInput,
     /// CPU time of a real store's server processes per input completed,
     /// over the same time, µs (`None` for the sim, or a server whose CPU
     /// time cannot be read from here).
@@ -278,6 +283,7 @@ impl RunResult {
             store_late_p99_us: late(store_lateness.value_at_quantile(0.99)),
             store_late_max_us: late(store_lateness.max()),
             cpu_us_per_input: 0.0,
+            cpu_split: CpuSplitPerInput::default(),
             server_cpu_us_per_input: None,
             seconds: measured.window.as_secs_f64(),
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
@@ -774,6 +780,25 @@ pub fn faults(runs: &[RunResult]) -> String {
     out
 }
 
+/// Each run's CPU time per input, split by whose threads used it: what
+/// the system costs beside what the load and the simulated store cost
+/// (they share the machine, so a system's total depends on theirs).
+pub fn cpu_split(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        let split = run.cpu_split;
+        let _ = writeln!(
+            out,
+            "cpu per input, {}: {:.2} µs the system's threads, {:.2} µs the load's, {:.2} µs the store's",
+            run.label(),
+            split.system_us,
+            split.load_us,
+            split.store_us,
+        );
+    }
+    out
+}
+
 /// Each run's server CPU time per input, for runs on a real store whose
 /// server's CPU time could be read.
 pub fn server_cpu(runs: &[RunResult]) -> String {
@@ -860,6 +885,7 @@ impl RunResult {
             store_late_p99_us: None,
             store_late_max_us: None,
             cpu_us_per_input: 1.0,
+            cpu_split: CpuSplitPerInput::default(),
             server_cpu_us_per_input: None,
             seconds: 1.0,
             dozes_per_s: None,

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use crate::cpu::process_cpu_time;
+use crate::cpu::{process_cpu_time, Threads};
 use crate::faults::{FaultKind, FaultSeen, Faults, Injector};
 use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
@@ -147,6 +147,7 @@ fn measure<S: System>(
     let _ = store.take_lateness();
     let server_cpu_before = store.server_cpu_time();
     let cpu_before = process_cpu_time();
+    let threads_before = Threads::now();
     let slowed = slow_down(store, load)?;
     overload::watch(load.timeout.is_some());
     let _ = overload::take_waste();
@@ -163,6 +164,7 @@ fn measure<S: System>(
         .map(|(before, after)| after.saturating_sub(before));
     // Read while the shards still run: closed, their threads are gone.
     let slices = sched::shard_slices();
+    let threads = Threads::now().since(&threads_before);
     if !measured.gave_up {
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
@@ -195,6 +197,7 @@ fn measure<S: System>(
         .engine_stats()
         .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
+    result.cpu_split = threads.per_input(measured.done);
     result.server_cpu_us_per_input = server_cpu
         .filter(|_| !restarted)
         .map(|time| per_input_us(time, measured.done));
