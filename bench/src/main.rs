@@ -808,6 +808,7 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
     let faults = Faults::prepare(args.fault.clone(), args.restart_command.clone(), store)?;
     eprintln!("ferry-load: {}", args.describe());
     note_idle_batcher_shards(args, &systems);
+    note_oversubscribed_cpus(args, &systems);
     let mut runs: Vec<RunResult> = Vec::new();
     for system in systems {
         for shards in shard_runs(args, system) {
@@ -880,6 +881,24 @@ fn load(args: &Args, sampler: KeySampler) -> Load {
         timeout: args.timeout,
         slowdown: args.store_slowdown,
         per_call: args.per_call,
+    }
+}
+
+/// Says when the shards and the generator threads are more than the CPUs
+/// this process may use: they then take turns on the CPUs, and a run
+/// measures the scheduler as much as the systems (the CPU per input, split
+/// by threads, still compares them).
+fn note_oversubscribed_cpus(args: &Args, systems: &[Compared]) {
+    if !systems.iter().any(|system| system.has_shards()) {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shards_max = args.shard_counts().iter().copied().max().unwrap_or(1);
+    if shards_max + args.generators > cpus {
+        eprintln!(
+            "ferry-load: note: {shards_max} shards and {} generator threads share the {cpus} CPUs this process may use: they take turns, so throughput depends on the scheduler as much as on the systems; compare the CPU per input (printed per system), or leave CPUs to the load with --shards",
+            args.generators
+        );
     }
 }
 
