@@ -63,36 +63,97 @@ pub fn run_with_faults(
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     store.reset()?;
+    let measuring = Measuring {
+        store,
+        load,
+        faults,
+        on_progress,
+    };
+    with_system(
+        kind,
+        shards,
+        single_lock_workers,
+        settings,
+        store,
+        measuring,
+    )?
+}
+
+/// What to do with a system once it is started ([`with_system`]): generic
+/// over the system's type, as a closure cannot be.
+pub trait WithSystem {
+    /// What it gives.
+    type Output;
+
+    /// Does it with `system`, `kind`'s, named `name`, of `shards` shards
+    /// (`None` without shards).
+    fn with<S: System>(self, name: &str, shards: Option<usize>, system: S) -> Self::Output;
+}
+
+/// Starts `kind` on `store` (as [`run`] says for `shards` and
+/// `single_lock_workers`) and hands it to `then`.
+pub fn with_system<W: WithSystem>(
+    kind: SystemKind,
+    shards: Option<usize>,
+    single_lock_workers: usize,
+    settings: &Settings,
+    store: Store,
+    then: W,
+) -> Result<W::Output, String> {
     let could_not_start = |err: String| format!("{kind} did not start: {err}");
     let connections = settings.pool_connections;
     let name = kind.name();
-    match kind {
+    Ok(match kind {
         SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips => {
             let shards = shards.unwrap_or(1);
             let system =
                 FerrySystem::start(settings, shards, store, kind).map_err(could_not_start)?;
-            measure(name, Some(shards), system, store, load, faults, on_progress)
+            then.with(name, Some(shards), system)
         }
         SystemKind::MultiKey => {
             let workers = settings.max_trips_in_flight * connections;
             let system = SingleLockFifo::start(settings, workers, store, connections, Apply::Keys)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::SingleLock => {
             let system = SingleLock::start(settings, single_lock_workers, store, connections)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::BatchAintOne => {
             let system =
                 BatchAintOne::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::Unbatched => {
             let system = Unbatched::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
+    })
+}
+
+/// A measured run of the system it is given.
+struct Measuring<'a, P> {
+    store: Store,
+    load: &'a Load,
+    faults: Option<&'a Faults>,
+    on_progress: P,
+}
+
+impl<P: FnMut(&Progress)> WithSystem for Measuring<'_, P> {
+    type Output = Result<RunResult, String>;
+
+    fn with<S: System>(self, name: &str, shards: Option<usize>, system: S) -> Self::Output {
+        measure(
+            name,
+            shards,
+            system,
+            self.store,
+            self.load,
+            self.faults,
+            self.on_progress,
+        )
     }
 }
 

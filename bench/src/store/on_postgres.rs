@@ -363,30 +363,13 @@ impl PgConnection {
         count: u64,
         sum: u64,
     ) -> Result<u64, StoreError> {
-        let key_sql = key as i64;
         for _ in 0..WRITE_ATTEMPTS_MAX {
-            let row = self
-                .client
-                .query_one(&self.read, &[&key_sql])
-                .await
-                .map_err(server_error)?;
-            let version: i64 = row.try_get(0).map_err(server_error)?;
-            let value: i64 = row.try_get(1).map_err(server_error)?;
-            let written = self
-                .client
-                .execute(
-                    &self.write,
-                    &[
-                        &key_sql,
-                        &version,
-                        &(version + count as i64),
-                        &value.wrapping_add(sum as i64),
-                    ],
-                )
-                .await
-                .map_err(|err| write_error(err).sent_from(version as u64))?;
-            if written == 1 {
-                return Ok(version as u64);
+            let (version, value) = self.read_row(key).await?;
+            if self
+                .write_row(key, version, count, value.wrapping_add(sum))
+                .await?
+            {
+                return Ok(version);
             }
             self.store.conflicts.fetch_add(1, Ordering::Relaxed);
         }
@@ -404,31 +387,51 @@ impl PgConnection {
         from: u64,
     ) -> Result<Resolved, StoreError> {
         let Write { key, count, sum } = write;
-        let key_sql = key as i64;
+        let (version, value) = self.read_row(key).await?;
+        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
+            return Ok(Resolved::Landed);
+        }
+        let written = self
+            .write_row(key, from, count, value.wrapping_add(sum))
+            .await?;
+        resolve::sent_again(key, from, written)
+    }
+
+    /// A key's version and value (the `SELECT`).
+    async fn read_row(&self, key: u64) -> Result<(u64, u64), StoreError> {
         let row = self
             .client
-            .query_one(&self.read, &[&key_sql])
+            .query_one(&self.read, &[&(key as i64)])
             .await
             .map_err(server_error)?;
         let version: i64 = row.try_get(0).map_err(server_error)?;
         let value: i64 = row.try_get(1).map_err(server_error)?;
-        if resolve::judge(key, from, count, version as u64)? == resolve::Found::Landed {
-            return Ok(Resolved::Landed);
-        }
+        Ok((version as u64, value as u64))
+    }
+
+    /// The conditional `UPDATE`: `version + count` and `value` written if
+    /// the key is still at `version`; whether it was.
+    async fn write_row(
+        &self,
+        key: u64,
+        version: u64,
+        count: u64,
+        value: u64,
+    ) -> Result<bool, StoreError> {
         let written = self
             .client
             .execute(
                 &self.write,
                 &[
-                    &key_sql,
-                    &version,
-                    &(version + count as i64),
-                    &value.wrapping_add(sum as i64),
+                    &(key as i64),
+                    &(version as i64),
+                    &((version + count) as i64),
+                    &(value as i64),
                 ],
             )
             .await
-            .map_err(|err| write_error(err).sent_from(from))?;
-        resolve::sent_again(key, from, written == 1)
+            .map_err(|err| write_error(err).sent_from(version))?;
+        Ok(written == 1)
     }
 
     /// A trip: one `SELECT` of every key's row, then one `UPDATE` writing
