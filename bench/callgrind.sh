@@ -6,6 +6,9 @@
 # and once with none (the same binary, threads and start-up), and prints
 # (instructions with inputs - instructions without) / inputs. Unlike a
 # timing, the count does not depend on what else the machine is doing.
+# The last four cases are ferry-load's systems on its simulated store with
+# no round trip, under the same callers: what an input costs in each, the
+# store's work included (the same for all).
 # The one exception, the shards' clock calibrating itself once per process
 # (`quanta::Clock::new`, a loop timed in wall-clock time, so as long as
 # valgrind is slow), is taken out of each run's total.
@@ -39,7 +42,8 @@ runs=${RUNS:-1}
 runtime=tokio
 # mode and keys of each case (keys are unused by the unkeyed batcher and
 # by the harness, the submit mode's callers with no engine behind them).
-cases=("submit 1000" "submit 100000" "many 1000" "many 100000" "local 1000" "batcher 1000" "harness 1")
+cases=("submit 1000" "submit 100000" "many 1000" "many 100000" "local 1000" "batcher 1000" "harness 1"
+    "ferry 1000" "single-lock 1000" "batch-aint-one 1000" "unbatched 1000")
 if [[ -n ${CASES:-} ]]; then
     IFS=, read -r -a cases <<<"$CASES"
 fi
@@ -57,8 +61,8 @@ if ! [[ $runs =~ ^[1-9][0-9]*$ ]]; then
     exit 1
 fi
 for case in "${cases[@]}"; do
-    if ! [[ $case =~ ^(submit|many|local|batcher|harness)\ [1-9][0-9]*$ ]]; then
-        echo "callgrind.sh: a case is a mode (submit, many, local, batcher, harness) and a key count, not '$case'" >&2
+    if ! [[ $case =~ ^(submit|many|local|batcher|harness|ferry|single-lock|batch-aint-one|unbatched)\ [1-9][0-9]*$ ]]; then
+        echo "callgrind.sh: a case is a mode (submit, many, local, batcher, harness, or a system: ferry, single-lock, batch-aint-one, unbatched) and a key count, not '$case'" >&2
         exit 1
     fi
 done
@@ -101,7 +105,7 @@ batches() {
 }
 
 echo "callgrind: $inputs inputs per case, $runs run(s) each, 2 shards on $runtime, files in $out"
-printf '%-8s %7s %19s %13s\n' mode keys instructions/input inputs/batch
+printf '%-14s %7s %19s %13s\n' mode keys instructions/input inputs/batch
 for case in "${cases[@]}"; do
     read -r mode keys <<<"$case"
     baseline=$(instructions "$mode" 0 "$keys")
@@ -120,6 +124,6 @@ for case in "${cases[@]}"; do
     awk -v mode="$mode" -v keys="$keys" -v figure="$figure" -v inputs="$inputs" -v sent="$sent" \
         'BEGIN {
             per_batch = sent > 0 ? sprintf("%.2f", inputs / sent) : "-"
-            printf "%-8s %7s %19s %13s\n", mode, keys, figure, per_batch
+            printf "%-14s %7s %19s %13s\n", mode, keys, figure, per_batch
         }'
 done

@@ -6,6 +6,7 @@
 //! ```text
 //! cargo build --release -p ferry-bench --example steady
 //! target/release/examples/steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio]
+//! target/release/examples/steady <ferry|single-lock|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio]
 //! ```
 //!
 //! Two shards, unpinned, no spin and no doze (see `steady`), an instant
@@ -30,6 +31,14 @@
 //!   pending on its first poll (waking itself) and ready on its second, as
 //!   an answered submit is. What the workload itself costs an input, to
 //!   read the other figures against.
+//! - `ferry`, `single-lock`, `batch-aint-one`, `unbatched`: the systems
+//!   `ferry-load` compares, each as it starts them there (its defaults:
+//!   batches of up to 64, 256 in flight; the other systems on tokio with 2
+//!   workers), on its simulated store with no round trip (`--store-rtt
+//!   0`: every request answered at once, on the caller's thread), under
+//!   the `submit` mode's two caller threads. So each input's figure holds
+//!   the system, the store's read and conditional write, and the callers,
+//!   the same for every system: the systems' costs side by side.
 //!
 //! Everything but the inputs is the same with zero inputs (the threads,
 //! the engine's start and close, the per-shard key lists), so a run with
@@ -40,7 +49,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ferry::{Batcher, Builder, Engine, FerryError, Runtime, ShardId};
+use ferry_bench::run::{with_system, WithSystem};
+use ferry_bench::store::{Fence, Store};
+use ferry_bench::systems::{Outcome, Settings, System, SystemKind, DEFAULT_RETRY_UNKNOWN};
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
 
 /// Shards, and caller threads in the `submit` and `batcher` modes.
 const SHARDS: usize = 2;
@@ -51,8 +64,7 @@ const IN_FLIGHT_PER_CALLER: usize = 1_000;
 /// Inputs per `submit_many` call in the `many` mode.
 const PER_CALL: usize = 500;
 
-const USAGE: &str =
-    "usage: steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio]";
+const USAGE: &str = "usage: steady <submit|local|batcher|many|harness|ferry|single-lock|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio]";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -61,6 +73,8 @@ enum Mode {
     Batcher,
     Many,
     Harness,
+    /// One of `ferry-load`'s systems on its simulated store.
+    System(SystemKind),
 }
 
 struct Workload {
@@ -84,9 +98,11 @@ fn main() -> ExitCode {
         Mode::Batcher => run_batcher(&workload),
         Mode::Many => run_many(&workload),
         Mode::Harness => run_harness(&workload),
+        Mode::System(kind) => run_system(&workload, kind),
     };
     let shards = match workload.mode {
         Mode::Harness => "no shards".to_string(),
+        Mode::System(kind) if !kind.name().starts_with("ferry") => "no shards".to_string(),
         _ => format!("{runtime:?} shards"),
     };
     println!(
@@ -111,6 +127,10 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
         "batcher" => Mode::Batcher,
         "many" => Mode::Many,
         "harness" => Mode::Harness,
+        "ferry" => Mode::System(SystemKind::Ferry),
+        "single-lock" => Mode::System(SystemKind::SingleLock),
+        "batch-aint-one" => Mode::System(SystemKind::BatchAintOne),
+        "unbatched" => Mode::System(SystemKind::Unbatched),
         other => return Err(format!("unknown mode `{other}`")),
     };
     let inputs = inputs
@@ -307,6 +327,71 @@ fn run_harness(workload: &Workload) -> (usize, u64, Runtime) {
         output: i as u64,
     });
     (done, 0, workload.runtime)
+}
+
+/// One of `ferry-load`'s systems on its simulated store, with no round
+/// trip, under two caller threads. Returns (done, batches, runtime).
+fn run_system(workload: &Workload, kind: SystemKind) -> (usize, u64, Runtime) {
+    let store = Store::sim(workload.keys, Duration::ZERO).expect("the simulated store starts");
+    let settings = Settings {
+        max_batch_size: 64,
+        max_batch_delay: Duration::ZERO,
+        max_in_flight: 256,
+        max_queueing: 1_000_000,
+        tokio_workers: 2,
+        pin: false,
+        // As `steady`: no look costs a span of wall-clock time.
+        spin_before_park: Duration::ZERO,
+        doze_before_park: Duration::ZERO,
+        sched_slice: ferry::DEFAULT_SCHED_SLICE,
+        runtime: workload.runtime,
+        pool_connections: SHARDS,
+        max_queue_time: None,
+        max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
+        max_trips_in_flight: 4,
+        retry_unknown: DEFAULT_RETRY_UNKNOWN,
+        fence: Fence::On,
+    };
+    let workers = settings.max_in_flight * settings.pool_connections;
+    let driven = with_system(
+        kind,
+        Some(SHARDS),
+        workers,
+        &settings,
+        store,
+        Callers { workload },
+    )
+    .expect("the system starts");
+    store.stop().expect("the simulated store stops");
+    driven
+}
+
+/// The `submit` mode's two caller threads on a system.
+struct Callers<'a> {
+    workload: &'a Workload,
+}
+
+impl WithSystem for Callers<'_> {
+    type Output = (usize, u64, Runtime);
+
+    fn with<S: System>(self, _name: &str, _shards: Option<usize>, mut system: S) -> Self::Output {
+        let keys = self.workload.keys;
+        let done = on_caller_threads(self.workload.inputs, |i| {
+            let input = i as u64;
+            system
+                .submit(input % keys, input)
+                .map(move |outcome| match outcome {
+                    Outcome::Done => Ok(input),
+                    other => panic!("input {input} was answered {other:?}"),
+                })
+        });
+        let batches = system
+            .batch_counts()
+            .map_or(done as u64, |counts| counts.batches);
+        let runtime = system.runtime().unwrap_or(self.workload.runtime);
+        system.close();
+        (done, batches, runtime)
+    }
 }
 
 /// Pending on its first poll, waking its task at once, and ready with its

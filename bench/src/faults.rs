@@ -12,16 +12,22 @@
 //!   asked for, the systems' connections go through a loopback TCP proxy
 //!   of this tool's own ([`Proxy`]), which during a stall forwards nothing
 //!   either way (a chunk it had read as the stall began waits with the
-//!   rest), then resumes.
+//!   rest), then resumes;
+//! - `lose-replies`: every connection the proxy carries loses the next
+//!   reply the server sends on it, and is closed: a write whose request
+//!   reached the server is applied, and its client cannot know it (the
+//!   fault that makes outcomes unknown on purpose, as a failover or a
+//!   network cut between the commit and its reply does).
 //!
 //! The store's own connection (set-up, reset, read-back, the faults' admin
 //! work) goes to the server directly, and is made again after a restart.
 //!
 //! What each fault does to the inputs, as `ferry-load` counts them: those
-//! whose write was on the wire when the connection broke are answered with
-//! an *unknown* outcome (applied or not), never sent again; those that
-//! found no connection, or failed before their write, with an error
-//! (nothing applied). The read-back then checks that every success was
+//! whose write was on the wire when the connection broke have an *unknown*
+//! outcome (applied or not). A ferry batch resolves it, fenced, once the
+//! store is back (`--retry-unknown`, [`crate::store::resolve`]); another
+//! system answers it unknown. Those that found no connection, or failed
+//! before their write, get an error (nothing applied). The read-back then checks that every success was
 //! applied and that nothing was applied beyond the successes and the
 //! unknown outcomes ([`RunResult::read_back_matches`](crate::report::RunResult::read_back_matches)).
 //! Per fault, [`FaultSeen`] tells when the store was back and when the
@@ -32,7 +38,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -59,6 +65,9 @@ pub enum FaultKind {
     KillConnections,
     /// Hold all the systems' traffic for this long.
     Stall(Duration),
+    /// Lose the next reply on every connection the systems have open, and
+    /// close it.
+    LoseReplies,
 }
 
 /// One `--fault`: what, and when, after the measured window starts.
@@ -87,7 +96,7 @@ impl FromStr for Fault {
     fn from_str(text: &str) -> Result<Self, String> {
         let shape = || {
             format!(
-                "`{text}`: expected KIND@AT, KIND one of restart, kill-connections, stall:D (e.g. restart@2s, stall:500ms@4s)"
+                "`{text}`: expected KIND@AT, KIND one of restart, kill-connections, stall:D, lose-replies (e.g. restart@2s, stall:500ms@4s)"
             )
         };
         let (kind, at) = text.rsplit_once('@').ok_or_else(shape)?;
@@ -95,6 +104,7 @@ impl FromStr for Fault {
         let kind = match kind {
             "restart" => FaultKind::Restart,
             "kill-connections" => FaultKind::KillConnections,
+            "lose-replies" => FaultKind::LoseReplies,
             _ => match kind.strip_prefix("stall:") {
                 Some(length) => {
                     let length =
@@ -117,6 +127,7 @@ impl fmt::Display for FaultKind {
             FaultKind::Restart => f.write_str("restart"),
             FaultKind::KillConnections => f.write_str("kill-connections"),
             FaultKind::Stall(length) => write!(f, "stall:{}", format_duration(*length)),
+            FaultKind::LoseReplies => f.write_str("lose-replies"),
         }
     }
 }
@@ -276,6 +287,10 @@ fn inject(
             std::thread::sleep(length);
             format!("traffic held for {}", format_duration(length))
         }
+        FaultKind::LoseReplies => {
+            proxy.lose_replies();
+            "the next reply on every open connection lost, and the connection closed".to_string()
+        }
     };
     Ok(Injected {
         fault,
@@ -429,15 +444,19 @@ fn first_success_after(ticks: &[u64], at: Duration) -> Option<Duration> {
 }
 
 /// A loopback TCP proxy between the systems and the server, which can hold
-/// all traffic for a while: each connection accepted on 127.0.0.1 is
-/// joined to a new one to the server, and two threads copy between them;
-/// when either side ends, both are shut down.
+/// all traffic for a while, or lose the next reply on every connection:
+/// each connection accepted on 127.0.0.1 is joined to a new one to the
+/// server, and two threads copy between them; when either side ends, both
+/// are shut down.
 #[derive(Debug)]
 pub struct Proxy {
     address: SocketAddr,
     upstream: SocketAddr,
     /// Until when traffic is held.
     stalled_until: Mutex<Option<Instant>>,
+    /// How many times replies were lost: a connection joined before the
+    /// latest loses its next reply.
+    losses: AtomicU64,
     stopped: AtomicBool,
 }
 
@@ -449,6 +468,7 @@ impl Proxy {
             address: listener.local_addr()?,
             upstream,
             stalled_until: Mutex::new(None),
+            losses: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&proxy);
@@ -479,6 +499,12 @@ impl Proxy {
         *self.lock() = Some(Instant::now() + length);
     }
 
+    /// Every connection open now loses the next reply the server sends on
+    /// it, and is closed then.
+    pub fn lose_replies(&self) {
+        self.losses.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Stops accepting (the connections under way end with their sides).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
@@ -507,6 +533,7 @@ impl Proxy {
     /// and one more; a server that cannot be reached closes `client`.
     fn join(self: Arc<Self>, client: TcpStream) {
         self.hold();
+        let joined = self.losses.load(Ordering::Acquire);
         let Ok(server) = TcpStream::connect_timeout(&self.upstream, CONNECT_TIMEOUT) else {
             return;
         };
@@ -518,15 +545,18 @@ impl Proxy {
         let upward = Arc::clone(&self);
         let spawned = std::thread::Builder::new()
             .name("ferry-load-proxy-conn".to_string())
-            .spawn(move || upward.copy(client, server_in));
+            .spawn(move || upward.copy(client, server_in, None));
         if spawned.is_ok() {
-            self.copy(server, client_out);
+            self.copy(server, client_out, Some(joined));
         }
     }
 
     /// Copies `from` to `to` until either ends, holding during stalls;
-    /// then shuts both down, which ends the other direction too.
-    fn copy(&self, mut from: TcpStream, mut to: TcpStream) {
+    /// then shuts both down, which ends the other direction too. Replies
+    /// (from the server: `joined` says when the connection was made, in
+    /// losses) are dropped, and the connection ended, once replies were
+    /// lost after it was made.
+    fn copy(&self, mut from: TcpStream, mut to: TcpStream, joined: Option<u64>) {
         let mut buffer = vec![0_u8; 64 * 1024];
         loop {
             self.hold();
@@ -535,6 +565,9 @@ impl Proxy {
                 Ok(read) => read,
             };
             self.hold();
+            if joined.is_some_and(|joined| self.losses.load(Ordering::Acquire) > joined) {
+                break;
+            }
             if to.write_all(&buffer[..read]).is_err() {
                 break;
             }
@@ -550,7 +583,12 @@ mod tests {
 
     #[test]
     fn faults_parse_and_read_back() {
-        for text in ["restart@2s", "kill-connections@3s", "stall:500ms@4s"] {
+        for text in [
+            "restart@2s",
+            "kill-connections@3s",
+            "stall:500ms@4s",
+            "lose-replies@1s",
+        ] {
             assert_eq!(text.parse::<Fault>().unwrap().to_string(), text);
         }
         for bad in ["stall@2s", "stall:0@2s", "restart@", "kill@1s", "restart@2"] {
@@ -598,6 +636,52 @@ mod tests {
         echo.join().unwrap();
         // The server is gone: the client's side ends too.
         assert_eq!(client.read(&mut answer).unwrap_or(0), 0);
+        proxy.stop();
+    }
+
+    #[test]
+    fn a_lost_reply_reaches_the_server_not_the_client_and_new_connections_work() {
+        let server = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let upstream = server.local_addr().unwrap();
+        let (heard_tx, heard) = std::sync::mpsc::channel();
+        let echo = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (mut connection, _) = server.accept().unwrap();
+                let mut buffer = [0_u8; 4];
+                while connection.read_exact(&mut buffer).is_ok() {
+                    heard_tx.send(buffer).unwrap();
+                    if connection.write_all(&buffer).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let proxy = Proxy::start(upstream).unwrap();
+        let mut client = TcpStream::connect(proxy.address()).unwrap();
+        let mut answer = [0_u8; 4];
+        client.write_all(b"ping").unwrap();
+        client.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"ping");
+        proxy.lose_replies();
+        client.write_all(b"pong").unwrap();
+        // The request reaches the server; its reply never reaches the
+        // client, whose connection ends instead.
+        let timeout = Duration::from_secs(10);
+        assert_eq!(heard.recv_timeout(timeout).unwrap(), *b"ping");
+        assert_eq!(heard.recv_timeout(timeout).unwrap(), *b"pong");
+        client.set_read_timeout(Some(timeout)).unwrap();
+        assert_eq!(
+            client.read(&mut answer).unwrap_or(0),
+            0,
+            "the reply was lost"
+        );
+        // A connection made after the loss is carried as usual.
+        let mut later = TcpStream::connect(proxy.address()).unwrap();
+        later.write_all(b"late").unwrap();
+        later.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"late");
+        drop(later);
+        echo.join().unwrap();
         proxy.stop();
     }
 }

@@ -62,6 +62,8 @@
 //!     max_queue_time: None,
 //!     max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
 //!     max_trips_in_flight: 4,
+//!     retry_unknown: systems::DEFAULT_RETRY_UNKNOWN,
+//!     fence: store::Fence::On,
 //! };
 //! let result = run::run(systems::SystemKind::Ferry, Some(2), 128, &settings, store, &load, |_| {}).unwrap();
 //! assert_eq!(result.lost, 0);

@@ -317,6 +317,7 @@ pub fn drive<S: System>(
             std::thread::Builder::new()
                 .name(format!("ferry-load-gen-{index}"))
                 .spawn_scoped(scope, move || {
+                    let _counted = crate::cpu::count_at_exit();
                     generate(index, system, load, timeline, published)
                 })
                 .expect("could not start a generator thread");

@@ -22,7 +22,7 @@ use ferry_bench::handover;
 use ferry_bench::load::{Load, Mode};
 use ferry_bench::overload::Slowdown;
 use ferry_bench::report::{self, JsonReport, RunResult};
-use ferry_bench::store::{Store, StoreAddress};
+use ferry_bench::store::{Fence, Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
 /// Load-test Ferry against a store and compare it with a single-lock design,
@@ -352,11 +352,19 @@ struct Args {
     #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "20ms")]
     handover_lag: Duration,
 
-    /// --handover: leave the owner epoch out of the write's condition (the
-    /// control): a stale owner's writes then land, and the read-back counts
-    /// seqs applied twice and out of order instead of failing on them
+    /// Turn the fence off (the control): --handover leaves the owner epoch
+    /// out of the write's condition, so a stale owner's writes land; with
+    /// --fault, a ferry batch whose write's outcome was lost sends it again
+    /// without looking whether it landed. The read-back then counts what
+    /// was applied twice
     #[arg(long, hide_short_help = true)]
     no_fence: bool,
+
+    /// How long a ferry batch whose write's outcome was lost (the
+    /// connection broke after it was sent) retries it, fenced, before its
+    /// callers get an unknown outcome; 0 answers unknown at once
+    #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, default_value = "10s")]
+    retry_unknown: Duration,
 
     /// --handover: inputs of one key submitted and not yet answered on its
     /// owner, at most
@@ -600,11 +608,11 @@ impl Args {
         })
     }
 
-    fn fence(&self) -> handover::Fence {
+    fn fence(&self) -> Fence {
         if self.no_fence {
-            handover::Fence::Off
+            Fence::Off
         } else {
-            handover::Fence::On
+            Fence::On
         }
     }
 
@@ -879,6 +887,7 @@ fn run_on(args: &Args, sampler: KeySampler, store: Store) -> Result<bool, String
     let faults = Faults::prepare(args.fault.clone(), args.restart_command.clone(), store)?;
     eprintln!("ferry-load: {}", args.describe());
     note_idle_batcher_shards(args, &systems);
+    note_oversubscribed_cpus(args, &systems);
     event_time::set_scenario(args.disorder, args.event_time, args.refuse_late);
     let mut runs: Vec<RunResult> = Vec::new();
     for system in systems {
@@ -921,6 +930,8 @@ fn settings(args: &Args) -> Settings {
             .or(args.timeout.map(|timeout| timeout.mul_f64(0.9))),
         max_trip_batches: args.max_trip_batches,
         max_trips_in_flight: args.max_trips_in_flight,
+        retry_unknown: args.retry_unknown,
+        fence: args.fence(),
     }
 }
 
@@ -946,6 +957,24 @@ fn load(args: &Args, sampler: KeySampler) -> Load {
         timeout: args.timeout,
         slowdown: args.store_slowdown,
         per_call: args.per_call,
+    }
+}
+
+/// Says when the shards and the generator threads are more than the CPUs
+/// this process may use: they then take turns on the CPUs, and a run
+/// measures the scheduler as much as the systems (the CPU per input, split
+/// by threads, still compares them).
+fn note_oversubscribed_cpus(args: &Args, systems: &[Compared]) {
+    if !systems.iter().any(|system| system.has_shards()) {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shards_max = args.shard_counts().iter().copied().max().unwrap_or(1);
+    if shards_max + args.generators > cpus {
+        eprintln!(
+            "ferry-load: note: {shards_max} shards and {} generator threads share the {cpus} CPUs this process may use: they take turns, so throughput depends on the scheduler as much as on the systems; compare the CPU per input (printed per system), or leave CPUs to the load with --shards",
+            args.generators
+        );
     }
 }
 
@@ -1053,6 +1082,7 @@ fn report_runs(args: &Args, runs: &[RunResult]) {
     print!("{}", report::engine_figures(runs));
     print!("{}", report::faults(runs));
     print!("{}", report::read_backs(runs));
+    print!("{}", report::cpu_split(runs));
     print!("{}", report::server_cpu(runs));
 }
 

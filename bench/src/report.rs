@@ -7,10 +7,11 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cpu::CpuSplitPerInput;
 use crate::faults::FaultSeen;
 use crate::load::{Load, Measured, Phase, Progress};
 use crate::overload::{Goodput, Slowdown, Waste};
-use crate::store::Contents;
+use crate::store::{Contents, Resolutions};
 
 /// One measured run of one system at one shard count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -72,6 +73,10 @@ pub struct RunResult {
     /// CPU time of the whole process (every thread: system, generators,
     /// store) per input completed, over the whole run, µs.
     pub cpu_us_per_input: f64,
+    /// The same, split by whose threads used it: the system's own, the
+    /// load's generators, the simulated store's (µs per input; read before
+    /// the system is closed, so its threads' exit is not in it).
+    pub cpu_split: CpuSplitPerInput,
     /// CPU time of a real store's server processes per input completed,
     /// over the same time, µs (`None` for the sim, or a server whose CPU
     /// time cannot be read from here).
@@ -104,6 +109,9 @@ pub struct RunResult {
     /// without faults.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSeen>,
+    /// How the run's ferry batches resolved writes whose outcome was lost
+    /// (see [`crate::store::resolve`]).
+    pub resolutions: Resolutions,
     /// The latency histogram the percentiles above come from, ns: every
     /// percentile, for `--plot`'s curves. Not in the JSON.
     #[serde(skip)]
@@ -275,6 +283,7 @@ impl RunResult {
             store_late_p99_us: late(store_lateness.value_at_quantile(0.99)),
             store_late_max_us: late(store_lateness.max()),
             cpu_us_per_input: 0.0,
+            cpu_split: CpuSplitPerInput::default(),
             server_cpu_us_per_input: None,
             seconds: measured.window.as_secs_f64(),
             dozes_per_s: measured.idle.map(|idle| per_second(idle.dozes)),
@@ -286,6 +295,7 @@ impl RunResult {
             timed_out: measured.timed_out,
             overload: None,
             faults: Vec::new(),
+            resolutions: Resolutions::default(),
             latency: latency.clone(),
             engine: None,
         }
@@ -322,6 +332,15 @@ impl RunResult {
     /// outcomes that were applied, when the read-back matches.
     pub fn unknown_applied(&self) -> u64 {
         self.applied.saturating_sub(self.completed)
+    }
+
+    /// The inputs applied beyond every input that may have been: those
+    /// answered with success, with an unknown outcome, or timed out. At
+    /// least this many were applied twice (or applied though answered as
+    /// failed); 0 in a run that keeps its promises.
+    pub fn applied_beyond(&self) -> u64 {
+        self.applied
+            .saturating_sub(self.completed + self.unknown + self.timed_out)
     }
 
     /// `ferry (2 shards)` or `single-lock`.
@@ -678,9 +697,14 @@ pub fn read_backs(runs: &[RunResult]) -> String {
             continue;
         }
         let verdict = if run.read_back_matches() {
-            "exactly the inputs answered with success"
+            "exactly the inputs answered with success".to_string()
+        } else if run.applied_beyond() > 0 {
+            format!(
+                "NOT the inputs answered with success: {} more, applied twice",
+                thousands(run.applied_beyond())
+            )
         } else {
-            "NOT the inputs answered with success"
+            "NOT the inputs answered with success".to_string()
         };
         let _ = writeln!(
             out,
@@ -739,9 +763,38 @@ pub fn faults(runs: &[RunResult]) -> String {
             thousands(run.failed),
             thousands(run.unknown),
         );
+        let resolved = run.resolutions;
+        if resolved.total() > 0 {
+            let _ = writeln!(
+                out,
+                "  writes whose outcome was lost, retried: {} found applied, {} found absent and sent again, {} sent again without looking (--no-fence)",
+                thousands(resolved.landed),
+                thousands(resolved.sent),
+                thousands(resolved.resent_blind),
+            );
+        }
         for seen in &run.faults {
             let _ = writeln!(out, "  {}", seen.describe());
         }
+    }
+    out
+}
+
+/// Each run's CPU time per input, split by whose threads used it: what
+/// the system costs beside what the load and the simulated store cost
+/// (they share the machine, so a system's total depends on theirs).
+pub fn cpu_split(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for run in runs {
+        let split = run.cpu_split;
+        let _ = writeln!(
+            out,
+            "cpu per input, {}: {:.2} µs the system's threads, {:.2} µs the load's, {:.2} µs the store's",
+            run.label(),
+            split.system_us,
+            split.load_us,
+            split.store_us,
+        );
     }
     out
 }
@@ -832,6 +885,7 @@ impl RunResult {
             store_late_p99_us: None,
             store_late_max_us: None,
             cpu_us_per_input: 1.0,
+            cpu_split: CpuSplitPerInput::default(),
             server_cpu_us_per_input: None,
             seconds: 1.0,
             dozes_per_s: None,
@@ -843,6 +897,7 @@ impl RunResult {
             timed_out: 0,
             overload: None,
             faults: Vec::new(),
+            resolutions: Resolutions::default(),
             latency: crate::store::new_histogram(),
             engine: None,
         }

@@ -8,13 +8,13 @@
 
 use std::time::Instant;
 
-use crate::cpu::process_cpu_time;
+use crate::cpu::{process_cpu_time, Threads};
 use crate::faults::{FaultKind, FaultSeen, Faults, Injector};
 use crate::load::{drive, Load, Progress};
 use crate::overload::{self, Slowdown};
 use crate::report::{EngineFigures, OverloadResult, RunResult};
 use crate::sched;
-use crate::store::{Contents, Store};
+use crate::store::{resolutions, Contents, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
@@ -63,36 +63,97 @@ pub fn run_with_faults(
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     store.reset()?;
+    let measuring = Measuring {
+        store,
+        load,
+        faults,
+        on_progress,
+    };
+    with_system(
+        kind,
+        shards,
+        single_lock_workers,
+        settings,
+        store,
+        measuring,
+    )?
+}
+
+/// What to do with a system once it is started ([`with_system`]): generic
+/// over the system's type, as a closure cannot be.
+pub trait WithSystem {
+    /// What it gives.
+    type Output;
+
+    /// Does it with `system`, `kind`'s, named `name`, of `shards` shards
+    /// (`None` without shards).
+    fn with<S: System>(self, name: &str, shards: Option<usize>, system: S) -> Self::Output;
+}
+
+/// Starts `kind` on `store` (as [`run`] says for `shards` and
+/// `single_lock_workers`) and hands it to `then`.
+pub fn with_system<W: WithSystem>(
+    kind: SystemKind,
+    shards: Option<usize>,
+    single_lock_workers: usize,
+    settings: &Settings,
+    store: Store,
+    then: W,
+) -> Result<W::Output, String> {
     let could_not_start = |err: String| format!("{kind} did not start: {err}");
     let connections = settings.pool_connections;
     let name = kind.name();
-    match kind {
+    Ok(match kind {
         SystemKind::Ferry | SystemKind::FerryWithdraw | SystemKind::FerryTrips => {
             let shards = shards.unwrap_or(1);
             let system =
                 FerrySystem::start(settings, shards, store, kind).map_err(could_not_start)?;
-            measure(name, Some(shards), system, store, load, faults, on_progress)
+            then.with(name, Some(shards), system)
         }
         SystemKind::MultiKey => {
             let workers = settings.max_trips_in_flight * connections;
             let system = SingleLockFifo::start(settings, workers, store, connections, Apply::Keys)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::SingleLock => {
             let system = SingleLock::start(settings, single_lock_workers, store, connections)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::BatchAintOne => {
             let system =
                 BatchAintOne::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
         SystemKind::Unbatched => {
             let system = Unbatched::start(settings, store, connections).map_err(could_not_start)?;
-            measure(name, None, system, store, load, faults, on_progress)
+            then.with(name, None, system)
         }
+    })
+}
+
+/// A measured run of the system it is given.
+struct Measuring<'a, P> {
+    store: Store,
+    load: &'a Load,
+    faults: Option<&'a Faults>,
+    on_progress: P,
+}
+
+impl<P: FnMut(&Progress)> WithSystem for Measuring<'_, P> {
+    type Output = Result<RunResult, String>;
+
+    fn with<S: System>(self, name: &str, shards: Option<usize>, system: S) -> Self::Output {
+        measure(
+            name,
+            shards,
+            system,
+            self.store,
+            self.load,
+            self.faults,
+            self.on_progress,
+        )
     }
 }
 
@@ -142,10 +203,12 @@ fn measure<S: System>(
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     let conflicts_before = store.conflicts();
+    let resolutions_before = resolutions();
     let held_before = store.contents()?;
     let _ = store.take_lateness();
     let server_cpu_before = store.server_cpu_time();
     let cpu_before = process_cpu_time();
+    let threads_before = Threads::now();
     let slowed = slow_down(store, load)?;
     overload::watch(load.timeout.is_some());
     let _ = overload::take_waste();
@@ -162,16 +225,19 @@ fn measure<S: System>(
         .map(|(before, after)| after.saturating_sub(before));
     // Read while the shards still run: closed, their threads are gone.
     let slices = sched::shard_slices();
+    let threads = Threads::now().since(&threads_before);
     if !measured.gave_up {
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
     }
     let injected = injected.map_err(|problem| format!("{name}: {problem}"))?;
     let conflicts = store.conflicts() - conflicts_before;
+    let resolved = resolutions().since(resolutions_before);
     // Read back once the system is closed, so no batch is still writing.
     let held: Contents = store.contents()?.since(held_before);
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
+    result.resolutions = resolved;
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
     result.runtime_reason = system.runtime_reason();
     result.sched_slice = sched::describe(&slices);
@@ -192,6 +258,7 @@ fn measure<S: System>(
         .engine_stats()
         .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
+    result.cpu_split = threads.per_input(measured.done);
     result.server_cpu_us_per_input = server_cpu
         .filter(|_| !restarted)
         .map(|time| per_input_us(time, measured.done));

@@ -55,10 +55,12 @@ use hdrhistogram::Histogram;
 
 pub(crate) mod on_postgres;
 pub(crate) mod on_redis;
+pub mod resolve;
 pub mod sim;
 
 pub use on_postgres::{PgConnection, PgStore, TABLE as POSTGRES_TABLE};
 pub use on_redis::{RedisConnection, RedisStore, KEY_PREFIX as REDIS_KEY_PREFIX};
+pub use resolve::{resolutions, Fence, Resolutions, Resolved};
 use sim::SimStore;
 
 /// A batch reads and tries to write at most this many times before it fails
@@ -91,8 +93,25 @@ pub enum StoreError {
     /// applied; the connection is to be made again.
     Disconnected(String),
     /// The connection failed after the write was sent: the write may or may
-    /// not have been applied. Only reading the store back can tell.
-    Unknown(String),
+    /// not have been applied. Reading the key again tells
+    /// ([`Connection::resolve`]), given the version the write was
+    /// conditioned on; else only the read-back at the end can.
+    Unknown {
+        /// What the client said.
+        why: String,
+        /// The version the lost write was conditioned on (a keyed write's;
+        /// `None` for the unkeyed stream's append).
+        from: Option<u64>,
+    },
+    /// A lost write was looked for, and its key found neither at the
+    /// write's version nor at the one it was conditioned on: another
+    /// writer moved it, and the outcome stays unknown (see [`resolve`]).
+    Moved {
+        /// The key.
+        key: u64,
+        /// The version the lost write was conditioned on.
+        from: u64,
+    },
     /// No connection to send on (the store is away; a new one is being
     /// made, or waits out its backoff): nothing was sent.
     Unreachable(String),
@@ -123,9 +142,13 @@ impl fmt::Display for StoreError {
             StoreError::Disconnected(message) => {
                 write!(f, "the connection failed before the write was sent (nothing applied): {message}")
             }
-            StoreError::Unknown(message) => write!(
+            StoreError::Unknown { why, .. } => write!(
                 f,
-                "the connection failed after the write was sent (applied or not, unknown): {message}"
+                "the connection failed after the write was sent (applied or not, unknown): {why}"
+            ),
+            StoreError::Moved { key, from } => write!(
+                f,
+                "key {key} moved on from version {from} while a write's outcome was lost: another writer wrote it (applied or not, unknown)"
             ),
             StoreError::Unreachable(message) => write!(f, "{message}"),
         }
@@ -137,12 +160,27 @@ impl std::error::Error for StoreError {}
 impl StoreError {
     /// Whether the connection that gave it is dead and must be made again.
     pub fn breaks_connection(&self) -> bool {
-        matches!(self, StoreError::Disconnected(_) | StoreError::Unknown(_))
+        matches!(
+            self,
+            StoreError::Disconnected(_) | StoreError::Unknown { .. }
+        )
     }
 
     /// Whether the write may have been applied though it failed.
     pub fn is_unknown(&self) -> bool {
-        matches!(self, StoreError::Unknown(_))
+        matches!(self, StoreError::Unknown { .. } | StoreError::Moved { .. })
+    }
+
+    /// The same error, and if it is an unknown outcome, one of a write
+    /// conditioned on version `from`.
+    pub(crate) fn sent_from(self, from: u64) -> Self {
+        match self {
+            StoreError::Unknown { why, .. } => StoreError::Unknown {
+                why,
+                from: Some(from),
+            },
+            other => other,
+        }
     }
 }
 
@@ -160,8 +198,34 @@ pub struct Write {
 
 /// One attempt of a trip at some of its writes: which were written (their
 /// place in the trip, and the version each started from), and which
-/// conflicted.
-pub(crate) type Attempt = Result<(Vec<(usize, u64)>, Vec<usize>), StoreError>;
+/// conflicted; or why the round failed as a whole.
+pub(crate) type Attempt = Result<(Vec<(usize, u64)>, Vec<usize>), RoundFailed>;
+
+/// Why a round of a trip failed as a whole, and, if its write request was
+/// sent, the version each write of the round was conditioned on (in the
+/// round's order), which its [`StoreError::Unknown`] then carries.
+#[derive(Debug)]
+pub(crate) struct RoundFailed {
+    error: StoreError,
+    sent_from: Vec<u64>,
+}
+
+impl RoundFailed {
+    /// The round's write request was sent, conditioned on `sent_from`.
+    pub(crate) fn sent(error: StoreError, sent_from: Vec<u64>) -> Self {
+        Self { error, sent_from }
+    }
+}
+
+impl From<StoreError> for RoundFailed {
+    /// A failure before the round's write request was sent.
+    fn from(error: StoreError) -> Self {
+        Self {
+            error,
+            sent_from: Vec::new(),
+        }
+    }
+}
 
 /// A trip's writes tried in rounds, every store's way: each round tries
 /// the writes not yet written, a conflict sends a write to the next round,
@@ -211,9 +275,12 @@ impl Rounds {
                 self.left = conflicted;
                 conflicts
             }
-            Err(err) => {
-                for &at in &self.left {
-                    self.results[at] = Err(err.clone());
+            Err(RoundFailed { error, sent_from }) => {
+                for (place, &at) in self.left.iter().enumerate() {
+                    self.results[at] = Err(match sent_from.get(place) {
+                        Some(&from) => error.clone().sent_from(from),
+                        None => error.clone(),
+                    });
                 }
                 self.left.clear();
                 0
@@ -550,6 +617,24 @@ impl Connection {
             }
         };
         applying
+    }
+
+    /// Resolves `write`, whose outcome was lost, conditioned on version
+    /// `from` (see [`resolve`]): reads its key, and sends it again on the
+    /// same condition only if it had not landed. A connection that fails
+    /// meanwhile fails it as [`Connection::apply`] would.
+    pub fn resolve(
+        &self,
+        write: Write,
+        from: u64,
+    ) -> impl Future<Output = Result<Resolved, StoreError>> + Send + 'static {
+        type Resolving = Pin<Box<dyn Future<Output = Result<Resolved, StoreError>> + Send>>;
+        let resolving: Resolving = match self {
+            Connection::Sim(sim) => Box::pin(sim.resolve(write, from)),
+            Connection::Postgres(pg) => Box::pin(Arc::clone(pg).resolve(write, from)),
+            Connection::Redis(redis) => Box::pin(redis.clone().resolve(write, from)),
+        };
+        resolving
     }
 
     /// A trip: every write's key read in one request and written

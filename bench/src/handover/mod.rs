@@ -35,11 +35,4 @@ pub use rows_pg::TABLE as POSTGRES_TABLE;
 pub use rows_redis::KEY_PREFIX as REDIS_KEY_PREFIX;
 pub use worker::{serve, WorkerSettings};
 
-/// Whether a write's condition holds the owner epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fence {
-    /// `version = read AND owner_epoch = mine`: the design.
-    On,
-    /// `version = read` alone: the control.
-    Off,
-}
+pub use crate::store::Fence;

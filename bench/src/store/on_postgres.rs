@@ -27,8 +27,8 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{
-    admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
-    WRITE_ATTEMPTS_MAX,
+    admin_runtime, resolve, Attempt, Contents, Resolved, RoundFailed, Rounds, StoreError, Write,
+    CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX,
 };
 
 /// The table `ferry-load` creates, resets, reads back and drops.
@@ -363,30 +363,13 @@ impl PgConnection {
         count: u64,
         sum: u64,
     ) -> Result<u64, StoreError> {
-        let key_sql = key as i64;
         for _ in 0..WRITE_ATTEMPTS_MAX {
-            let row = self
-                .client
-                .query_one(&self.read, &[&key_sql])
-                .await
-                .map_err(server_error)?;
-            let version: i64 = row.try_get(0).map_err(server_error)?;
-            let value: i64 = row.try_get(1).map_err(server_error)?;
-            let written = self
-                .client
-                .execute(
-                    &self.write,
-                    &[
-                        &key_sql,
-                        &version,
-                        &(version + count as i64),
-                        &value.wrapping_add(sum as i64),
-                    ],
-                )
-                .await
-                .map_err(write_error)?;
-            if written == 1 {
-                return Ok(version as u64);
+            let (version, value) = self.read_row(key).await?;
+            if self
+                .write_row(key, version, count, value.wrapping_add(sum))
+                .await?
+            {
+                return Ok(version);
             }
             self.store.conflicts.fetch_add(1, Ordering::Relaxed);
         }
@@ -394,6 +377,61 @@ impl PgConnection {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
+    }
+
+    /// A lost write resolved (see [`resolve`]): the `SELECT`, then the
+    /// conditional `UPDATE` again only if the key is still at `from`.
+    pub(super) async fn resolve(
+        self: Arc<Self>,
+        write: Write,
+        from: u64,
+    ) -> Result<Resolved, StoreError> {
+        let Write { key, count, sum } = write;
+        let (version, value) = self.read_row(key).await?;
+        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
+            return Ok(Resolved::Landed);
+        }
+        let written = self
+            .write_row(key, from, count, value.wrapping_add(sum))
+            .await?;
+        resolve::sent_again(key, from, written)
+    }
+
+    /// A key's version and value (the `SELECT`).
+    async fn read_row(&self, key: u64) -> Result<(u64, u64), StoreError> {
+        let row = self
+            .client
+            .query_one(&self.read, &[&(key as i64)])
+            .await
+            .map_err(server_error)?;
+        let version: i64 = row.try_get(0).map_err(server_error)?;
+        let value: i64 = row.try_get(1).map_err(server_error)?;
+        Ok((version as u64, value as u64))
+    }
+
+    /// The conditional `UPDATE`: `version + count` and `value` written if
+    /// the key is still at `version`; whether it was.
+    async fn write_row(
+        &self,
+        key: u64,
+        version: u64,
+        count: u64,
+        value: u64,
+    ) -> Result<bool, StoreError> {
+        let written = self
+            .client
+            .execute(
+                &self.write,
+                &[
+                    &(key as i64),
+                    &(version as i64),
+                    &((version + count) as i64),
+                    &(value as i64),
+                ],
+            )
+            .await
+            .map_err(|err| write_error(err).sent_from(version))?;
+        Ok(written == 1)
     }
 
     /// A trip: one `SELECT` of every key's row, then one `UPDATE` writing
@@ -430,7 +468,7 @@ impl PgConnection {
         for &at in left {
             let Write { key, count, sum } = writes[at];
             let Some(&(version, held)) = read.get(&(key as i64)) else {
-                return Err(StoreError::Server(format!("key {key} has no row")));
+                return Err(StoreError::Server(format!("key {key} has no row")).into());
             };
             expected.push(version);
             next.push(version + count as i64);
@@ -440,7 +478,10 @@ impl PgConnection {
             .client
             .query(&self.write_many, &[&keys, &expected, &next, &value])
             .await
-            .map_err(write_error)?;
+            .map_err(|err| {
+                let sent_from = expected.iter().map(|&version| version as u64).collect();
+                RoundFailed::sent(write_error(err), sent_from)
+            })?;
         let mut written_keys = std::collections::HashSet::with_capacity(written_rows.len());
         for row in written_rows {
             written_keys.insert(row.try_get::<_, i64>(0).map_err(server_error)?);
@@ -518,7 +559,10 @@ fn write_error(err: tokio_postgres::Error) -> StoreError {
     if err.as_db_error().is_some() && !ends_connection(&err) {
         StoreError::Server(said(&err))
     } else {
-        StoreError::Unknown(said(&err))
+        StoreError::Unknown {
+            why: said(&err),
+            from: None,
+        }
     }
 }
 

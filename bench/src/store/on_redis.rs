@@ -28,8 +28,8 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, RedisError, Script};
 
 use super::{
-    admin_runtime, Attempt, Contents, Rounds, StoreError, Write, CONNECT_TIMEOUT,
-    WRITE_ATTEMPTS_MAX,
+    admin_runtime, resolve, Attempt, Contents, Resolved, RoundFailed, Rounds, StoreError, Write,
+    CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX,
 };
 
 /// The prefix of every key `ferry-load` writes.
@@ -331,25 +331,11 @@ impl RedisConnection {
     pub(super) async fn apply(mut self, key: u64, count: u64, sum: u64) -> Result<u64, StoreError> {
         let name = key_name(key);
         for _ in 0..WRITE_ATTEMPTS_MAX {
-            let (version, value): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
-                .arg(&name)
-                .arg("version")
-                .arg("value")
-                .query_async(&mut self.connection)
-                .await
-                .map_err(server_error)?;
-            let (version, value) = (version.unwrap_or(0), value.unwrap_or(0));
-            let written: i64 = self
-                .store
-                .write
-                .key(&name)
-                .arg(version)
-                .arg(version + count)
-                .arg(value.wrapping_add(sum))
-                .invoke_async(&mut self.connection)
-                .await
-                .map_err(write_error)?;
-            if written == 1 {
+            let (version, value) = self.read(&name).await?;
+            if self
+                .write(&name, version, count, value.wrapping_add(sum))
+                .await?
+            {
                 return Ok(version);
             }
             self.store.conflicts.fetch_add(1, Ordering::Relaxed);
@@ -358,6 +344,55 @@ impl RedisConnection {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
+    }
+
+    /// A lost write resolved (see [`resolve`]): the `HMGET`, then the
+    /// compare-and-set script again only if the key is still at `from`.
+    pub(super) async fn resolve(mut self, write: Write, from: u64) -> Result<Resolved, StoreError> {
+        let Write { key, count, sum } = write;
+        let name = key_name(key);
+        let (version, value) = self.read(&name).await?;
+        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
+            return Ok(Resolved::Landed);
+        }
+        let written = self
+            .write(&name, from, count, value.wrapping_add(sum))
+            .await?;
+        resolve::sent_again(key, from, written)
+    }
+
+    /// A key's version and value (0 and 0 for a key never written).
+    async fn read(&mut self, name: &str) -> Result<(u64, u64), StoreError> {
+        let (version, value): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
+            .arg(name)
+            .arg("version")
+            .arg("value")
+            .query_async(&mut self.connection)
+            .await
+            .map_err(server_error)?;
+        Ok((version.unwrap_or(0), value.unwrap_or(0)))
+    }
+
+    /// The compare-and-set script: `version + count` and `value` written if
+    /// the key is still at `version`; whether it was.
+    async fn write(
+        &mut self,
+        name: &str,
+        version: u64,
+        count: u64,
+        value: u64,
+    ) -> Result<bool, StoreError> {
+        let written: i64 = self
+            .store
+            .write
+            .key(name)
+            .arg(version)
+            .arg(version + count)
+            .arg(value)
+            .invoke_async(&mut self.connection)
+            .await
+            .map_err(|err| write_error(err).sent_from(version))?;
+        Ok(written == 1)
     }
 
     /// A trip: one pipeline reading every key, then one script writing
@@ -395,7 +430,13 @@ impl RedisConnection {
         let written: Vec<i64> = invocation
             .invoke_async(&mut self.connection)
             .await
-            .map_err(write_error)?;
+            .map_err(|err| {
+                let sent_from = read
+                    .iter()
+                    .map(|(version, _)| version.unwrap_or(0))
+                    .collect();
+                RoundFailed::sent(write_error(err), sent_from)
+            })?;
         let (mut done, mut conflicted) = (Vec::new(), Vec::new());
         for ((&at, wrote), (version, _)) in left.iter().zip(written).zip(read) {
             if wrote == 1 {
@@ -458,19 +499,22 @@ fn server_error(err: RedisError) -> StoreError {
     }
 }
 
-/// An error of the write itself: the server's refusal (the script did not
-/// run), or a connection that failed once the write was sent (applied or
-/// not: the outcome is unknown).
+/// An error of the write itself: the server's refusal (an error reply:
+/// the script did not run), or anything else once the write was sent (a
+/// connection that failed, a reply that could not be read): applied or
+/// not, the outcome is unknown. Only an error the server itself answered
+/// is taken as definite.
 fn write_error(err: RedisError) -> StoreError {
-    if connection_failed(&err) {
-        StoreError::Unknown(err.to_string())
-    } else {
+    if err.code().is_some() && !connection_failed(&err) {
         StoreError::Server(err.to_string())
+    } else {
+        StoreError::Unknown {
+            why: err.to_string(),
+            from: None,
+        }
     }
 }
 
-/// Whether `err` is the connection's failure rather than the server's
-/// answer.
 fn connection_failed(err: &RedisError) -> bool {
     err.is_io_error()
         || err.is_connection_dropped()

@@ -29,6 +29,7 @@ use std::rc::Rc;
 use ferry::{Engine, FerryError, Reconnect, Runtime, StartError};
 
 use crate::store::{Connection, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX};
+use crate::systems::lost_writes::Retry;
 use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System, SystemKind};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
@@ -82,6 +83,10 @@ impl FerrySystem {
         kind: SystemKind,
     ) -> Result<Self, String> {
         let shedding = kind == SystemKind::FerryWithdraw;
+        let retry = Retry {
+            fence: settings.fence,
+            within: settings.retry_unknown,
+        };
         let runtime = shard_runtime(settings.runtime, store)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let builder = Engine::builder()
@@ -110,7 +115,9 @@ impl FerrySystem {
                 .max_trip_batches(settings.max_trip_batches)
                 .try_start_trips(move |_shard| async move {
                     let link = link_to(store).await?;
-                    Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| carry(Rc::clone(&link), trip))
+                    Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| {
+                        carry(Rc::clone(&link), retry, trip)
+                    })
                 })
                 .map_err(|err: StartError<String>| in_flags(&err.to_string()))?;
             return Ok(Self::of(engine, settings.runtime, store));
@@ -139,7 +146,7 @@ impl FerrySystem {
                 .try_start(move |_shard| async move {
                     let link = link_to(store).await?;
                     Ok::<_, String>(move |key: u64, inputs: Vec<u64>| {
-                        apply_through(Rc::clone(&link), key, inputs)
+                        apply_through(Rc::clone(&link), retry, key, inputs)
                     })
                 })
                 .map_err(|err: StartError<String>| in_flags(&err.to_string())),
@@ -170,7 +177,7 @@ pub(crate) async fn link_to(store: Store) -> Result<Link, String> {
 }
 
 /// The link's client, or the error every input gets while there is none.
-async fn connection(link: &Link) -> Result<Rc<Connection>, StoreError> {
+pub(crate) async fn connection(link: &Link) -> Result<Rc<Connection>, StoreError> {
     link.client()
         .await
         .map_err(|away| StoreError::Unreachable(away.to_string()))
@@ -178,24 +185,35 @@ async fn connection(link: &Link) -> Result<Rc<Connection>, StoreError> {
 
 /// One batch through the shard's link; a connection found dead is made
 /// again by the next batch.
-async fn apply_through(link: Link, key: u64, inputs: Vec<u64>) -> Result<Vec<u64>, StoreError> {
+async fn apply_through(
+    link: Link,
+    retry: Retry,
+    key: u64,
+    inputs: Vec<u64>,
+) -> Result<Vec<u64>, StoreError> {
     overload::note_sent(&inputs);
-    let count = inputs.len() as u64;
+    let write = Write {
+        key,
+        count: inputs.len() as u64,
+        sum: inputs.iter().sum(),
+    };
     let connection = connection(&link).await?;
-    let applied = connection.apply(key, count, inputs.iter().sum()).await;
+    let applied = connection.apply(key, write.count, write.sum).await;
     if applied.as_ref().is_err_and(StoreError::breaks_connection) {
         link.broken(&connection);
     }
+    let applied = retry.settle(&link, write, applied).await;
     if applied.is_ok() {
         event_time::note_applied(key, &inputs);
     }
-    applied.map(|version| outputs(version, count))
+    applied.map(|version| outputs(version, write.count))
 }
 
 /// A trip through the shard's link: one request for every key's batch,
 /// each batch's outputs from the version its key's write started from.
 pub(crate) async fn carry(
     link: Link,
+    retry: Retry,
     trip: Vec<(u64, Vec<u64>)>,
 ) -> Vec<Result<Vec<u64>, StoreError>> {
     let writes: Vec<Write> = trip
@@ -213,14 +231,14 @@ pub(crate) async fn carry(
         Ok(connection) => connection,
         Err(away) => return vec![Err(away); writes.len()],
     };
-    let counts: Vec<u64> = writes.iter().map(|write| write.count).collect();
-    let applied = connection.apply_many(writes).await;
+    let applied = connection.apply_many(writes.clone()).await;
     if applied
         .iter()
         .any(|result| result.as_ref().is_err_and(StoreError::breaks_connection))
     {
         link.broken(&connection);
     }
+    let applied = retry.settle_all(&link, &writes, applied).await;
     for ((key, inputs), applied) in trip.iter().zip(&applied) {
         if applied.is_ok() {
             event_time::note_applied(*key, inputs);
@@ -228,8 +246,8 @@ pub(crate) async fn carry(
     }
     applied
         .into_iter()
-        .zip(counts)
-        .map(|(applied, count)| applied.map(|version| outputs(version, count)))
+        .zip(&writes)
+        .map(|(applied, write)| applied.map(|version| outputs(version, write.count)))
         .collect()
 }
 

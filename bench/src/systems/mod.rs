@@ -34,11 +34,12 @@ use futures::FutureExt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::store::Store;
+use crate::store::{Fence, Store};
 
 pub mod batch_aint_one;
 pub mod batcher;
 pub mod ferry;
+mod lost_writes;
 pub mod single_lock;
 pub mod single_lock_fifo;
 pub mod unbatched;
@@ -225,7 +226,19 @@ pub struct Settings {
     /// Trips in flight at once per `ferry-trips` shard; `multi-key` runs
     /// this many workers per shard of the largest shard count measured.
     pub max_trips_in_flight: usize,
+    /// How long a ferry batch whose write's outcome was lost retries it
+    /// before its callers get the unknown outcome (zero: at once). Only
+    /// systems that keep a key's batches one at a time can look for a lost
+    /// write (see [`crate::store::resolve`]); the others answer it unknown.
+    pub retry_unknown: Duration,
+    /// Whether a lost write is looked for before it is sent again (and a
+    /// handover's write holds the owner epoch).
+    pub fence: Fence,
 }
+
+/// How long a ferry batch retries a lost write by default
+/// (`--retry-unknown`): longer than a store's restart takes.
+pub const DEFAULT_RETRY_UNKNOWN: Duration = Duration::from_secs(10);
 
 /// A message of the engine's in the command line's words: the engine names
 /// its runtimes as the library's `Runtime` values, the command line as

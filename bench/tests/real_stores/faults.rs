@@ -19,8 +19,8 @@ use ferry_bench::faults::{Fault, FaultKind, Faults};
 use ferry_bench::load::Load;
 use ferry_bench::report::{problems, RunResult};
 use ferry_bench::run::run_with_faults;
-use ferry_bench::store::{Store, StoreAddress};
-use ferry_bench::systems::SystemKind;
+use ferry_bench::store::{Fence, Store, StoreAddress};
+use ferry_bench::systems::{Settings, SystemKind};
 
 use crate::servers::Private;
 use crate::{load, settings, KEYS, SHARDS, SLOTS};
@@ -114,8 +114,8 @@ fn assert_survived(store: Store, fault: Fault, result: &RunResult) {
     );
     match fault.kind {
         FaultKind::Restart => assert!(
-            result.failed + result.unknown > 0,
-            "{on}: the server went away, and no input failed: {result:?}"
+            result.failed + result.unknown + result.resolutions.total() > 0,
+            "{on}: the server went away, and no input failed nor had its write resolved: {result:?}"
         ),
         FaultKind::KillConnections => assert!(
             !seen.what.starts_with("0 "),
@@ -128,7 +128,101 @@ fn assert_survived(store: Store, fault: Fault, result: &RunResult) {
                 "{on}: a success came within the stall: {seen:?}"
             );
         }
+        FaultKind::LoseReplies => assert!(
+            result.resolutions.total() + result.unknown + result.failed > 0,
+            "{on}: replies were lost, and no input noticed: {result:?}"
+        ),
     }
+}
+
+/// Replies lost on purpose (`lose-replies`, four times in the window),
+/// so that writes land and their batches cannot know it: ferry's batches,
+/// with and without trips, resolve each such write by the fence (the
+/// key's version tells whether it landed), so no caller gets an unknown
+/// outcome and the read-back is exact; with the fence off the same faults
+/// make them send landed writes again, and the read-back counts inputs
+/// applied twice, which the fence is there to prevent.
+pub fn lost_replies_are_resolved_by_the_fence(server: &Private) {
+    let address: StoreAddress = server.url.parse().expect("the server's URL parses");
+    let store = Store::open(&address, KEYS, Duration::ZERO)
+        .unwrap_or_else(|problem| panic!("{problem}\n{}", server.log()));
+    let faults: Vec<Fault> = ["200ms", "500ms", "800ms", "1100ms"]
+        .iter()
+        .map(|at| format!("lose-replies@{at}").parse().expect("a fault"))
+        .collect();
+    let faults = Faults::prepare(faults, None, store)
+        .expect("the faults are ready")
+        .expect("four faults");
+    let load = Load {
+        duration: Duration::from_millis(1_500),
+        ..load()
+    };
+    let mut applied_twice = 0;
+    for kind in [SystemKind::Ferry, SystemKind::FerryTrips] {
+        for fence in [Fence::On, Fence::Off] {
+            let settings = Settings {
+                fence,
+                ..settings()
+            };
+            let result = run_with_faults(
+                kind,
+                Some(SHARDS),
+                SLOTS * SHARDS,
+                &settings,
+                store,
+                &load,
+                Some(&faults),
+                |_| {},
+            )
+            .unwrap_or_else(|problem| {
+                panic!("{kind} on {}: {problem}\n{}", store.kind(), server.log())
+            });
+            let on = format!(
+                "{} on {} with the fence {fence:?}",
+                result.label(),
+                store.kind()
+            );
+            let resolved = result.resolutions;
+            assert_eq!(result.lost, 0, "{on}: {result:?}");
+            assert!(
+                result.applied >= result.completed,
+                "{on}: a success was not applied: {result:?}"
+            );
+            match fence {
+                Fence::On => {
+                    assert!(
+                        resolved.landed + resolved.sent > 0,
+                        "{on}: no write's reply was lost, so the fence was never tried: {result:?}"
+                    );
+                    assert_eq!(resolved.resent_blind, 0, "{on}");
+                    assert_eq!(
+                        result.unknown, 0,
+                        "{on}: every lost write resolved: {result:?}"
+                    );
+                    assert!(result.read_back_matches(), "{on}: {result:?}");
+                    assert_eq!(
+                        result.applied_beyond(),
+                        0,
+                        "{on}: applied twice: {result:?}"
+                    );
+                }
+                Fence::Off => {
+                    assert!(
+                        resolved.resent_blind > 0,
+                        "{on}: nothing resent: {result:?}"
+                    );
+                    assert_eq!(resolved.landed + resolved.sent, 0, "{on}");
+                    applied_twice += result.applied_beyond();
+                }
+            }
+        }
+    }
+    assert!(
+        applied_twice > 0,
+        "on {}: without the fence, writes resent after their replies were lost were never applied twice",
+        store.kind()
+    );
+    store.stop().expect("the store cleans up");
 }
 
 /// `ferry-load --fault` with a restart, a connection kill and a stall in

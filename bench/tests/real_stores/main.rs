@@ -105,6 +105,7 @@ fn faults_on_a_private_postgres() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let server = servers::postgres_restartable();
     faults::each_fault_on_each_system(&server);
+    faults::lost_replies_are_resolved_by_the_fence(&server);
     faults::the_command_line_injects_every_fault(&server, postgres_table_exists);
 }
 
@@ -113,6 +114,7 @@ fn faults_on_a_private_redis() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let server = servers::redis_durable();
     faults::each_fault_on_each_system(&server);
+    faults::lost_replies_are_resolved_by_the_fence(&server);
     faults::the_command_line_injects_every_fault(&server, redis_keys_exist);
 }
 
@@ -306,6 +308,8 @@ fn settings() -> Settings {
         max_queue_time: None,
         max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
         max_trips_in_flight: 4,
+        retry_unknown: ferry_bench::systems::DEFAULT_RETRY_UNKNOWN,
+        fence: ferry_bench::store::Fence::On,
     }
 }
 

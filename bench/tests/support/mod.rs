@@ -28,6 +28,8 @@ pub fn settings() -> Settings {
         max_queue_time: None,
         max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
         max_trips_in_flight: 4,
+        retry_unknown: ferry_bench::systems::DEFAULT_RETRY_UNKNOWN,
+        fence: ferry_bench::store::Fence::On,
     }
 }
 
