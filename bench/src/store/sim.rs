@@ -275,7 +275,7 @@ impl SimStore {
         })
     }
 
-    /// A lost write resolved (see [`resolve`](super::resolve)): a read,
+    /// A lost write resolved (see [`resolve`]): a read,
     /// then the conditional write again only if the key is still at
     /// `from`. The sim loses no write; this is what a real store's
     /// connection does, on the sim's round trips.
