@@ -9,12 +9,12 @@
 use std::time::Instant;
 
 use crate::cpu::{process_cpu_time, Threads};
-use crate::faults::{FaultKind, FaultSeen, Faults, Injector};
-use crate::load::{drive, Load, Progress};
+use crate::faults::{FaultKind, FaultSeen, Faults, Injected, Injector};
+use crate::load::{drive, Load, Measured, Progress};
 use crate::overload::{self, Slowdown};
 use crate::report::{EngineFigures, OverloadResult, RunResult};
 use crate::sched;
-use crate::store::{resolutions, Contents, Store};
+use crate::store::{resolutions, Contents, Resolutions, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
 use crate::systems::ferry::FerrySystem;
@@ -202,13 +202,7 @@ fn measure<S: System>(
     faults: Option<&Faults>,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
-    let conflicts_before = store.conflicts();
-    let resolutions_before = resolutions();
-    let held_before = store.contents()?;
-    let _ = store.take_lateness();
-    let server_cpu_before = store.server_cpu_time();
-    let cpu_before = process_cpu_time();
-    let threads_before = Threads::now();
+    let before = Before::read(store)?;
     let slowed = slow_down(store, load)?;
     overload::watch(load.timeout.is_some());
     let _ = overload::take_waste();
@@ -219,46 +213,40 @@ fn measure<S: System>(
     let injected = injector.map(Injector::finish).transpose();
     let waste = overload::take_waste();
     overload::watch(false);
-    let cpu = process_cpu_time().saturating_sub(cpu_before);
-    let server_cpu = server_cpu_before
+    let cpu = process_cpu_time().saturating_sub(before.cpu);
+    let server_cpu = before
+        .server_cpu
         .zip(store.server_cpu_time())
         .map(|(before, after)| after.saturating_sub(before));
     // Read while the shards still run: closed, their threads are gone.
     let slices = sched::shard_slices();
-    let threads = Threads::now().since(&threads_before);
+    let threads = Threads::now().since(&before.threads);
     if !measured.gave_up {
         // With inputs outstanding, closing could wait for ever on them.
         system.close();
     }
     let injected = injected.map_err(|problem| format!("{name}: {problem}"))?;
-    let conflicts = store.conflicts() - conflicts_before;
-    let resolved = resolutions().since(resolutions_before);
+    let conflicts = store.conflicts() - before.conflicts;
     // Read back once the system is closed, so no batch is still writing.
-    let held: Contents = store.contents()?.since(held_before);
+    let held: Contents = store.contents()?.since(before.held);
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
-    result.resolutions = resolved;
+    result.resolutions = resolutions().since(before.resolutions);
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
     result.runtime_reason = system.runtime_reason();
     result.sched_slice = sched::describe(&slices);
     if let Some(slow) = slowed {
         result.overload = Some(OverloadResult::new(&measured, load, slow, waste));
     }
-    // After a restart, the server's processes are others: their CPU time
-    // is not this run's.
-    let mut restarted = false;
-    if let Some(injected) = injected {
-        result.faults = FaultSeen::of(&injected, &measured, load.warmup);
-        restarted = injected
-            .iter()
-            .any(|fault| fault.fault.kind == FaultKind::Restart);
-    }
+    let restarted = note_faults(&mut result, injected, &measured, load);
     // Read once closed: every input the run admitted is counted.
     result.engine = system
         .engine_stats()
         .map(|total| EngineFigures::from_total(&total));
     result.cpu_us_per_input = per_input_us(cpu, measured.done);
     result.cpu_split = threads.per_input(measured.done);
+    // After a restart, the server's processes are others: their CPU time
+    // is not this run's.
     result.server_cpu_us_per_input = server_cpu
         .filter(|_| !restarted)
         .map(|time| per_input_us(time, measured.done));
@@ -267,6 +255,49 @@ fn measure<S: System>(
         std::mem::forget(system);
     }
     Ok(result)
+}
+
+/// What is read before a run, for the run's own share of each figure.
+struct Before {
+    conflicts: u64,
+    resolutions: Resolutions,
+    held: Contents,
+    server_cpu: Option<std::time::Duration>,
+    cpu: std::time::Duration,
+    threads: Threads,
+}
+
+impl Before {
+    /// Reads every figure now (and empties the store's lateness record).
+    fn read(store: Store) -> Result<Self, String> {
+        let before = Before {
+            conflicts: store.conflicts(),
+            resolutions: resolutions(),
+            held: store.contents()?,
+            server_cpu: store.server_cpu_time(),
+            cpu: process_cpu_time(),
+            threads: Threads::now(),
+        };
+        let _ = store.take_lateness();
+        Ok(before)
+    }
+}
+
+/// Puts the faults the run saw into `result`; whether one restarted the
+/// store.
+fn note_faults(
+    result: &mut RunResult,
+    injected: Option<Vec<Injected>>,
+    measured: &Measured,
+    load: &Load,
+) -> bool {
+    let Some(injected) = injected else {
+        return false;
+    };
+    result.faults = FaultSeen::of(&injected, measured, load.warmup);
+    injected
+        .iter()
+        .any(|fault| fault.fault.kind == FaultKind::Restart)
 }
 
 /// Sets the store's slowdown for this run, if the load has one: measured

@@ -26,7 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use ferry::{Engine, FerryError, Reconnect, Runtime, StartError};
+use ferry::{Builder, Engine, FerryError, Reconnect, Runtime, StartError};
 
 use crate::store::{Connection, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX};
 use crate::systems::lost_writes::Retry;
@@ -82,33 +82,11 @@ impl FerrySystem {
         store: Store,
         kind: SystemKind,
     ) -> Result<Self, String> {
-        let shedding = kind == SystemKind::FerryWithdraw;
         let retry = Retry {
             fence: settings.fence,
             within: settings.retry_unknown,
         };
-        let runtime = shard_runtime(settings.runtime, store)?;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let builder = Engine::builder()
-            .shards(shards)
-            .pin(settings.pin && shards <= cpus)
-            .max_batch_size(settings.max_batch_size)
-            .max_batch_delay(settings.max_batch_delay)
-            .max_in_flight_batches(settings.max_in_flight)
-            .max_queueing(settings.max_queueing)
-            .spin_before_park(settings.spin_before_park)
-            .doze_before_park(settings.doze_before_park)
-            .sched_slice(settings.sched_slice)
-            .runtime(runtime);
-        let builder = match event_time::ferry_order() {
-            Some((order, refuse_late)) => builder.order(order).refuse_late(refuse_late),
-            None => builder,
-        };
-        let builder = match (shedding, settings.max_queue_time) {
-            (false, _) => builder,
-            (true, None) => builder.withdraw_on_drop(true),
-            (true, Some(wait)) => builder.withdraw_on_drop(true).max_queue_time(wait),
-        };
+        let builder = Self::builder(settings, shards, store, kind)?;
         if kind == SystemKind::FerryTrips {
             let engine = builder
                 .max_in_flight_batches(settings.max_trips_in_flight)
@@ -152,6 +130,38 @@ impl FerrySystem {
                 .map_err(|err: StartError<String>| in_flags(&err.to_string())),
         }?;
         Ok(Self::of(engine, settings.runtime, store))
+    }
+
+    /// The engine's settings for `kind` (see [`FerrySystem::start`]).
+    fn builder(
+        settings: &Settings,
+        shards: usize,
+        store: Store,
+        kind: SystemKind,
+    ) -> Result<Builder<u64, u64, u64, StoreError>, String> {
+        let runtime = shard_runtime(settings.runtime, store)?;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let builder = Engine::builder()
+            .shards(shards)
+            .pin(settings.pin && shards <= cpus)
+            .max_batch_size(settings.max_batch_size)
+            .max_batch_delay(settings.max_batch_delay)
+            .max_in_flight_batches(settings.max_in_flight)
+            .max_queueing(settings.max_queueing)
+            .spin_before_park(settings.spin_before_park)
+            .doze_before_park(settings.doze_before_park)
+            .sched_slice(settings.sched_slice)
+            .runtime(runtime);
+        let builder = match event_time::ferry_order() {
+            Some((order, refuse_late)) => builder.order(order).refuse_late(refuse_late),
+            None => builder,
+        };
+        let shedding = kind == SystemKind::FerryWithdraw;
+        Ok(match (shedding, settings.max_queue_time) {
+            (false, _) => builder,
+            (true, None) => builder.withdraw_on_drop(true),
+            (true, Some(wait)) => builder.withdraw_on_drop(true).max_queue_time(wait),
+        })
     }
 
     fn of(engine: Engine<u64, u64, u64, StoreError>, asked: Runtime, store: Store) -> Self {
