@@ -16,7 +16,7 @@ use futures::{FutureExt, StreamExt};
 use ferry::{Batcher, FerryError, StartError};
 
 use crate::store::{Store, StoreError};
-use crate::systems::ferry::{outcome, shard_runtime, why_tokio};
+use crate::systems::ferry::{outcome, shard_settings, why_tokio};
 use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System};
 
 type BatcherOutcome = Result<u64, FerryError<u64, StoreError>>;
@@ -32,19 +32,7 @@ pub struct BatcherSystem {
 impl BatcherSystem {
     /// Starts a batcher of `shards` shards on `store`.
     pub fn start(settings: &Settings, shards: usize, store: Store) -> Result<Self, String> {
-        let runtime = shard_runtime(settings.runtime, store)?;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let builder = Batcher::builder()
-            .shards(shards)
-            .pin(settings.pin && shards <= cpus)
-            .max_batch_size(settings.max_batch_size)
-            .max_batch_delay(settings.max_batch_delay)
-            .max_in_flight_batches(settings.max_in_flight)
-            .max_queueing(settings.max_queueing)
-            .spin_before_park(settings.spin_before_park)
-            .doze_before_park(settings.doze_before_park)
-            .sched_slice(settings.sched_slice)
-            .runtime(runtime);
+        let builder = shard_settings(Batcher::builder(), settings, shards, store)?;
         // As ferry's: the sim called directly, a real store through the
         // shard's own connection.
         let batcher = match store.as_sim() {

@@ -139,19 +139,7 @@ impl FerrySystem {
         store: Store,
         kind: SystemKind,
     ) -> Result<Builder<u64, u64, u64, StoreError>, String> {
-        let runtime = shard_runtime(settings.runtime, store)?;
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let builder = Engine::builder()
-            .shards(shards)
-            .pin(settings.pin && shards <= cpus)
-            .max_batch_size(settings.max_batch_size)
-            .max_batch_delay(settings.max_batch_delay)
-            .max_in_flight_batches(settings.max_in_flight)
-            .max_queueing(settings.max_queueing)
-            .spin_before_park(settings.spin_before_park)
-            .doze_before_park(settings.doze_before_park)
-            .sched_slice(settings.sched_slice)
-            .runtime(runtime);
+        let builder = shard_settings(Engine::builder(), settings, shards, store)?;
         let builder = match event_time::ferry_order() {
             Some((order, refuse_late)) => builder.order(order).refuse_late(refuse_late),
             None => builder,
@@ -168,6 +156,34 @@ impl FerrySystem {
         let why_tokio = why_tokio(asked, store, engine.runtime_reason());
         Self { engine, why_tokio }
     }
+}
+
+/// The settings ferry and batcher share: their shards, bounds, idle
+/// stages and runtime (the one `store` allows).
+pub(crate) fn shard_settings<K, I, O, E, M>(
+    builder: Builder<K, I, O, E, M>,
+    settings: &Settings,
+    shards: usize,
+    store: Store,
+) -> Result<Builder<K, I, O, E, M>, String>
+where
+    I: Send + 'static,
+    O: Send + 'static,
+    E: Clone + Send + 'static,
+{
+    let runtime = shard_runtime(settings.runtime, store)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok(builder
+        .shards(shards)
+        .pin(settings.pin && shards <= cpus)
+        .max_batch_size(settings.max_batch_size)
+        .max_batch_delay(settings.max_batch_delay)
+        .max_in_flight_batches(settings.max_in_flight)
+        .max_queueing(settings.max_queueing)
+        .spin_before_park(settings.spin_before_park)
+        .doze_before_park(settings.doze_before_park)
+        .sched_slice(settings.sched_slice)
+        .runtime(runtime))
 }
 
 /// How a shard makes its connection, again after it breaks.
