@@ -86,7 +86,7 @@ pub struct Reference {
 
 /// How far into a key's lane a withdrawal notice looks for inputs whose
 /// callers are gone (the shard's documented bound, `WITHDRAW_SCAN` in
-/// `core.rs`).
+/// `core/shard_core.rs`).
 pub const NOTICE_SCAN: usize = 128;
 
 impl Reference {
