@@ -135,6 +135,7 @@ mod outcomes;
 mod reconnect;
 mod route;
 mod shards;
+mod start;
 mod start_error;
 mod stats;
 mod submit;
