@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use ferry_shard::parts::TripLimits;
 use ferry_shard::{
-    usable_cpus, ConfigError, Hold, LanesConfig, Order, Runtime, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    usable_cpus, ConfigError, Hold, Order, QueueConfig, Runtime, ShardConfig, ShardId,
+    MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// Weighs an input (default: 1 per input).
@@ -39,7 +40,7 @@ pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
 /// ```
 pub const DEFAULT_MAX_TRIP_BATCHES: usize = 256;
 
-/// Default intake queue capacity per shard (never above `max_queueing`).
+/// Default intake queue capacity per shard (never above `max_waiting`).
 ///
 /// ```
 /// assert_eq!(ferry::DEFAULT_INTAKE_CAPACITY, 65_536);
@@ -47,7 +48,7 @@ pub const DEFAULT_MAX_TRIP_BATCHES: usize = 256;
 pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
 
 /// How long a shard out of work, or a caller blocked in
-/// [`Engine::submit_blocking`], looks for more before it parks, by default.
+/// [`Engine::submit_blocking`](crate::Engine::submit_blocking), looks for more before it parks, by default.
 /// About one wake-up's cost on a virtual machine: parking sooner saves
 /// little CPU and loses the next answer's head start.
 ///
@@ -82,7 +83,7 @@ pub const DEFAULT_SCHED_SLICE: Duration = MIN_SCHED_SLICE;
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
 
-/// Marks a [`Builder`] of an [`Engine`]: per-key batching. Only such a
+/// Marks a [`Builder`] of an [`Engine`](crate::Engine): per-key batching. Only such a
 /// builder has the per-key settings ([`order`](Builder::order)).
 ///
 /// ```
@@ -100,7 +101,7 @@ type Types<K, O, E, M> = fn(K, M) -> (O, E);
 #[derive(Debug)]
 pub enum PerKey {}
 
-/// Marks a [`Builder`] of a [`Batcher`]: unkeyed batching (no order, no
+/// Marks a [`Builder`] of a [`Batcher`](crate::Batcher): unkeyed batching (no order, no
 /// per-key settings).
 ///
 /// ```
@@ -117,7 +118,7 @@ pub enum PerKey {}
 #[derive(Debug)]
 pub enum Unkeyed {}
 
-/// The builder of a [`Batcher`] (see [`Batcher::builder`]).
+/// The builder of a [`Batcher`](crate::Batcher) (see [`Batcher::builder`](crate::Batcher::builder)).
 ///
 /// ```
 /// use ferry::{Batcher, BatcherBuilder};
@@ -132,8 +133,8 @@ pub enum Unkeyed {}
 /// ```
 pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 
-/// Configures and starts an [`Engine`] (get one from [`Engine::builder`]) or
-/// a [`Batcher`] ([`Batcher::builder`]); the settings are the same but for
+/// Configures and starts an [`Engine`](crate::Engine) (get one from [`Engine::builder`](crate::Engine::builder)) or
+/// a [`Batcher`](crate::Batcher) ([`Batcher::builder`](crate::Batcher::builder)); the settings are the same but for
 /// the per-key ones, which only an engine's builder has.
 ///
 /// ```
@@ -150,7 +151,7 @@ pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 ///     .max_batch_delay(Duration::from_micros(200))
 ///     .order(Order::by(|e: &Event| e.at))
 ///     .weigh(|e: &Event| e.body.len() as u64 + 1)
-///     .max_queued_weight(64 << 20)
+///     .max_waiting_weight(64 << 20)
 ///     .start(|_shard| {
 ///         |_key: u64, events: Vec<Event>| async move {
 ///             Ok::<_, String>(events.iter().map(|e| e.body.len()).collect())
@@ -165,7 +166,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     shards: Option<usize>,
     cpus: Option<Vec<usize>>,
     pin: bool,
-    lanes: LanesConfig,
+    lanes: QueueConfig,
     max_in_flight_batches: usize,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
@@ -186,7 +187,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             shards: None,
             cpus: None,
             pin: true,
-            lanes: LanesConfig::default(),
+            lanes: QueueConfig::default(),
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
@@ -413,7 +414,7 @@ where
     /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
     ///     .shards(1)
     ///     .pin(false)
-    ///     .max_queueing(1)
+    ///     .max_waiting(1)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -425,9 +426,22 @@ where
     /// engine.close(); // sends what waits
     /// assert_eq!(futures::executor::block_on(first), Ok(10));
     /// ```
-    pub fn max_queueing(mut self, inputs: usize) -> Self {
-        self.lanes.max_queueing = inputs;
+    pub fn max_waiting(mut self, inputs: usize) -> Self {
+        self.lanes.max_waiting = inputs;
         self
+    }
+
+    /// The former name of [`max_waiting`](Self::max_waiting), kept for one release
+    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing(8);
+    /// assert!(format!("{builder:?}").contains("max_waiting: 8"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting`")]
+    pub fn max_queueing(self, inputs: usize) -> Self {
+        self.max_waiting(inputs)
     }
 
     /// Total weight of waiting inputs per shard at most (default unbounded,
@@ -442,7 +456,7 @@ where
     ///     .shards(1)
     ///     .pin(false)
     ///     .weigh(|n: &u64| *n)
-    ///     .max_queued_weight(10)
+    ///     .max_waiting_weight(10)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -454,9 +468,22 @@ where
     /// engine.close();
     /// assert_eq!(futures::executor::block_on(first), Ok(8));
     /// ```
-    pub fn max_queued_weight(mut self, weight: u64) -> Self {
-        self.lanes.max_queued_weight = weight;
+    pub fn max_waiting_weight(mut self, weight: u64) -> Self {
+        self.lanes.max_waiting_weight = weight;
         self
+    }
+
+    /// The former name of [`max_waiting_weight`](Self::max_waiting_weight), kept for one release
+    /// (as the `waiting_weight` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queued_weight(9);
+    /// assert!(format!("{builder:?}").contains("max_waiting_weight: 9"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_weight`")]
+    pub fn max_queued_weight(self, weight: u64) -> Self {
+        self.max_waiting_weight(weight)
     }
 
     /// How long an input may wait to be taken into a batch (default: as long
@@ -544,7 +571,7 @@ where
     }
 
     /// Capacity of each shard's intake queue (default 65,536, never more
-    /// than `max_queueing`; at least 1). A full intake refuses with
+    /// than `max_waiting`; at least 1). A full intake refuses with
     /// `Refused::Full`.
     ///
     /// ```
@@ -572,7 +599,7 @@ where
 
     /// How long a shard that has just run out of work keeps looking for more
     /// before it dozes (see [`doze_before_park`](Self::doze_before_park)),
-    /// and how long [`Engine::submit_blocking`] looks for its outcome before
+    /// and how long [`Engine::submit_blocking`](crate::Engine::submit_blocking) looks for its outcome before
     /// it parks the calling thread (default [`DEFAULT_SPIN_BEFORE_PARK`],
     /// 50 µs; zero skips the spin).
     ///
@@ -615,7 +642,7 @@ where
     /// hundred microseconds does best to doze between answers.
     ///
     /// While a shard dozes, glommio does not run: timers and I/O of other
-    /// tasks on the shard's thread (see [`Engine::spawn_on`]), and a batch
+    /// tasks on the shard's thread (see [`Engine::spawn_on`](crate::Engine::spawn_on)), and a batch
     /// function's own glommio I/O, are looked at every
     /// [`DOZE_LOOK_EVERY`](ferry_shard::DOZE_LOOK_EVERY) (50 µs), not at once.
     /// A batch function that awaits glommio I/O on a shard with little else
@@ -697,8 +724,8 @@ where
     /// whose seccomp profile refuses io_uring, a host with
     /// `kernel.io_uring_disabled`, a locked-memory limit below glommio's
     /// need). Asked for explicitly, `Runtime::Glommio` that cannot start
-    /// is a [`StartError::Runtime`] saying what refused it and how to lift
-    /// it. [`Engine::runtime`] tells which one runs.
+    /// is a [`StartError::Runtime`](crate::StartError::Runtime) saying what refused it and how to lift
+    /// it. [`Engine::runtime`](crate::Engine::runtime) tells which one runs.
     ///
     /// ```
     /// use ferry::{Engine, Runtime};
@@ -756,20 +783,25 @@ where
             Some(capacity) => capacity,
             None => DEFAULT_INTAKE_CAPACITY,
         }
-        .min(self.lanes.max_queueing);
+        .min(self.lanes.max_waiting);
         check_sched_slice(self.sched_slice)?;
         Ok(Plan {
             cpus,
-            lanes: self.lanes,
-            max_in_flight_batches: self.max_in_flight_batches,
-            intake_capacity,
-            spin_before_park: self.spin_before_park,
-            doze_before_park: self.doze_before_park,
-            sched_slice: self.sched_slice,
+            shard: ShardConfig {
+                id: ShardId::new(0),
+                engine: 0,
+                cpu: None,
+                runtime: self.runtime,
+                lanes: self.lanes,
+                max_in_flight_batches: self.max_in_flight_batches,
+                intake_capacity,
+                spin_before_park: self.spin_before_park,
+                doze_before_park: self.doze_before_park,
+                sched_slice: self.sched_slice,
+            },
             order: self.order,
             weigh: self.weigh,
             boundary: self.boundary,
-            runtime: self.runtime,
         })
     }
 
@@ -903,7 +935,7 @@ where
     /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
     ///     .shards(1)
     ///     .pin(false)
-    ///     .max_queueing_per_key(1)
+    ///     .max_waiting_per_key(1)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -917,9 +949,22 @@ where
     /// assert_eq!(futures::executor::block_on(first), Ok(10));
     /// assert_eq!(futures::executor::block_on(other_key), Ok(20));
     /// ```
-    pub fn max_queueing_per_key(mut self, inputs: usize) -> Self {
-        self.lanes.max_queueing_per_key = inputs;
+    pub fn max_waiting_per_key(mut self, inputs: usize) -> Self {
+        self.lanes.max_waiting_per_key = inputs;
         self
+    }
+
+    /// The former name of [`max_waiting_per_key`](Self::max_waiting_per_key), kept for one release
+    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing_per_key(7);
+    /// assert!(format!("{builder:?}").contains("max_waiting_per_key: 7"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_per_key`")]
+    pub fn max_queueing_per_key(self, inputs: usize) -> Self {
+        self.max_waiting_per_key(inputs)
     }
 
     /// With an event-time order ([`Order::event_time`]): whether an input
@@ -1071,14 +1116,11 @@ fn check_sched_slice(slice: Duration) -> Result<(), ConfigError> {
 pub(crate) struct Plan<I> {
     /// One entry per shard: its CPU, if pinned.
     pub cpus: Vec<Option<usize>>,
-    pub lanes: LanesConfig,
-    pub max_in_flight_batches: usize,
-    pub intake_capacity: usize,
-    pub spin_before_park: Duration,
-    pub doze_before_park: Duration,
-    pub sched_slice: Duration,
+    /// What every shard is given, one `ShardConfig` for all: `id`,
+    /// `engine` and `cpu` are each shard's own, set as it starts
+    /// ([`Plan::shard_config`]); `runtime` may still be `Auto` here.
+    pub shard: ShardConfig,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
     pub boundary: Option<Boundary<I>>,
-    pub runtime: Runtime,
 }

@@ -89,11 +89,11 @@
 //! [`ShardId`] and its figures are a [`ShardStats`] (its distributions as a
 //! [`Summary`] each, computed from a [`Distribution`] of
 //! [`Distributions`]; see [`Stats`]); a setting that breaks
-//! its rule is a [`ConfigError`]; [`LanesConfig`] holds a shard's bounds as
+//! its rule is a [`ConfigError`]; [`QueueConfig`] holds a shard's bounds as
 //! one value:
 //!
 //! ```
-//! use ferry::{BatchFn, ConfigError, LanesConfig, ShardId, ShardStats};
+//! use ferry::{BatchFn, ConfigError, QueueConfig, ShardId, ShardStats};
 //!
 //! fn is_batch_fn<B: BatchFn<u64, u32, u32, String>>(_: &B) {}
 //! let echo = |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) };
@@ -104,7 +104,7 @@
 //! let figures = ShardStats { admitted: 1, ..ShardStats::default() };
 //! assert_eq!(figures.add(&figures).admitted, 2);
 //!
-//! let bounds = LanesConfig { max_batch_size: 0, ..LanesConfig::default() };
+//! let bounds = QueueConfig { max_batch_size: 0, ..QueueConfig::default() };
 //! let err: ConfigError = bounds.validate().unwrap_err();
 //! assert_eq!(err.field, "max_batch_size");
 //! ```
@@ -155,8 +155,10 @@ pub use start_error::StartError;
 pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
+#[allow(deprecated)]
+pub use ferry_shard::LanesConfig;
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, Hold, LanesConfig, Order, Outcome, Rank, Refused, Runtime,
+    BatchFn, ConfigError, FerryError, Hold, Order, Outcome, QueueConfig, Rank, Refused, Runtime,
     ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 

@@ -8,7 +8,7 @@
 //!   [`Answer`] and [`LocalAnswer`], and the stream [`Outcomes`] of a
 //!   bundle's inputs;
 //! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
-//!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
+//!   [`FerryError`], [`QueueConfig`], [`Order`], [`Rank`], [`Refused`],
 //!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
 //!   a key), [`usable_cpus`] (the process's affinity set) and the bounds
 //!   of a shard's time slice ([`MIN_SCHED_SLICE`], [`MAX_SCHED_SLICE`]).
@@ -49,7 +49,9 @@ pub use crate::thread::handle::{
 pub use crate::thread::idle::DOZE_LOOK_EVERY;
 pub use crate::thread::inbound::SpawnTask;
 pub use crate::value::batch_fn::BatchFn;
-pub use crate::value::config::{ConfigError, LanesConfig};
+#[allow(deprecated)]
+pub use crate::value::config::LanesConfig;
+pub use crate::value::config::{ConfigError, QueueConfig};
 pub use crate::value::error::{FerryError, Outcome};
 pub use crate::value::hold::Hold;
 pub use crate::value::key_hash::key_hash;

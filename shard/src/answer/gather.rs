@@ -2,7 +2,7 @@
 //!
 //! An input submitted alone is answered through a oneshot channel of its
 //! own: one allocation, and on the caller's side one future to poll and one
-//! waker to register, per input. A caller handing over hundreds of inputs
+//! waker to register, per input. A caller passing hundreds of inputs
 //! at once would pay that hundreds of times. Here every input of one call
 //! shares one cell instead, and what crosses threads is paid per call and
 //! per shard round, not per input:
@@ -17,8 +17,8 @@
 //! - the caller reads them as a stream ([`Outcomes`]), taking everything
 //!   that arrived since its last look under one lock.
 //!
-//! Wake-up: only a hand-over that finds the cell empty wakes the caller; a
-//! later one finds an outcome the caller has not taken, whose hand-over
+//! Wake-up: only a delivery that finds the cell empty wakes the caller; a
+//! later one finds an outcome the caller has not taken, whose delivery
 //! woke it. The caller, finding nothing, registers its waker and looks
 //! again before it sleeps. (Checked by `tests/loom_gather.rs`.)
 //!
@@ -49,7 +49,7 @@ type Indexed<I, O, E> = (usize, Outcome<I, O, E>);
 
 /// What the shards and the caller share.
 struct Cell<I, O, E> {
-    /// Outcomes handed over and not yet taken by the caller.
+    /// Outcomes delivered and not yet taken by the caller.
     arrived: Mutex<Vec<Indexed<I, O, E>>>,
     /// The caller's task, once it waits.
     waker: AtomicWaker,
@@ -115,7 +115,7 @@ impl<I, O, E> std::fmt::Debug for ToShard<I, O, E> {
     }
 }
 
-/// A shard's hand-over list: the calls with answers kept since its last
+/// A shard's delivery list: the calls with answers kept since its last
 /// [`deliver`](Deliveries::deliver). Dropped, it delivers what it keeps.
 pub struct Deliveries<I, O, E> {
     pending: Rc<Pending<I, O, E>>,
@@ -128,7 +128,7 @@ type Pending<I, O, E> = RefCell<Vec<Rc<Kept<I, O, E>>>>;
 struct Kept<I, O, E> {
     cell: Arc<Cell<I, O, E>>,
     outcomes: RefCell<Vec<Indexed<I, O, E>>>,
-    /// Where to note that this call has answers to hand over; gone once the
+    /// Where to note that this call has answers to deliver; gone once the
     /// shard's list is (the shard is stopping): then answers go at once.
     list: Weak<Pending<I, O, E>>,
 }
@@ -180,7 +180,7 @@ impl<I, O, E> Deliveries<I, O, E> {
         if self.is_empty() {
             return;
         }
-        // Taken out of the list first: a hand-over wakes a caller, and a
+        // Taken out of the list first: a delivery wakes a caller, and a
         // waker is foreign code that must not find the list borrowed.
         let mut pending = std::mem::take(&mut *self.pending.borrow_mut());
         for kept in pending.drain(..) {
@@ -304,7 +304,7 @@ impl<I, O, E> Default for Outcomes<I, O, E> {
 }
 
 impl<I, O, E> Outcomes<I, O, E> {
-    /// An empty call, to which inputs are added as they are handed over.
+    /// An empty call, to which inputs are added as they are passed.
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
@@ -325,7 +325,7 @@ impl<I, O, E> Outcomes<I, O, E> {
         }
     }
 
-    /// Adds an input to the call, answered through a shard's [`Gathering`]
+    /// Adds an input to the call, answered through a shard's `Gathering`
     /// of [`to_shard`](Self::to_shard): returns its index.
     pub fn add(&mut self) -> usize {
         let index = self.inputs;
@@ -400,7 +400,7 @@ impl<I, O, E> Stream for Outcomes<I, O, E> {
             return Poll::Ready(None);
         }
         if !this.take_arrived() {
-            // Registered before the second look: a hand-over after the
+            // Registered before the second look: a delivery after the
             // first look either shows in the second or wakes the new waker.
             this.cell.waker.register(cx.waker());
             if !this.take_arrived() {

@@ -11,7 +11,7 @@
 //! A distribution goes out as a Prometheus histogram written as its series:
 //! a counter `<name>_bucket` per upper bound `le` (cumulative, `+Inf` last),
 //! `<name>_count` and `<name>_sum`, computed at export from the shard's own
-//! buckets. Nothing is handed over per input: the `metrics` facade's own
+//! buckets. Nothing is passed on per input: the `metrics` facade's own
 //! histograms would take every value, and a recorder such as
 //! `metrics-exporter-prometheus` keeps each one until it is scraped, which
 //! costs the shard per input and the process memory per input (measured in
@@ -129,7 +129,7 @@ impl Exporter {
         force || now >= self.next_at
     }
 
-    /// Hands over what changed since the last export: `stats` (with the
+    /// Passes on what changed since the last export: `stats` (with the
     /// intake's length, `intake`) and `histograms`.
     pub(crate) fn export(
         &mut self,
@@ -200,7 +200,7 @@ impl Exported {
         }
     }
 
-    /// Hands over what `histogram` counted since the last export.
+    /// Passes on what `histogram` counted since the last export.
     fn export(&mut self, histogram: &Histogram) {
         let (total, before) = (histogram.count(), self.exported[self.bounds.len()]);
         if total == before {

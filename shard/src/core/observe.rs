@@ -135,12 +135,12 @@ mod tests {
     use super::*;
     use crate::queue::fifo::Fifo;
     use crate::queue::lanes::Lanes;
-    use crate::value::config::LanesConfig;
+    use crate::value::config::QueueConfig;
     use std::time::Duration;
 
     #[test]
     fn a_taken_batch_counts_its_size_weight_and_each_wait() {
-        let mut lanes = Lanes::new(LanesConfig::default());
+        let mut lanes = Lanes::new(QueueConfig::default());
         let ms = Duration::from_millis;
         lanes.admit("k", 'a', 0, 2, ms(1)).unwrap();
         lanes.admit("k", 'b', 0, 3, ms(4)).unwrap();
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn unkeyed_batches_count_the_same_way() {
-        let mut fifo = Fifo::new(LanesConfig::default());
+        let mut fifo = Fifo::new(QueueConfig::default());
         fifo.admit(1, 1, Duration::from_micros(10)).unwrap();
         let mut observer = Observer::default();
         let taken = fifo.take_with(Duration::from_micros(30), |items| {

@@ -26,7 +26,7 @@ use crate::core::observe::Observer;
 use crate::core::stats::ShardStats;
 use crate::queue::seam::Queue;
 use crate::queue::taken::Taken;
-use crate::value::config::LanesConfig;
+use crate::value::config::QueueConfig;
 use crate::value::error::FerryError;
 use crate::value::error::Outcome;
 use crate::value::flush::Generations;
@@ -200,7 +200,7 @@ pub type TripDispatchOf<Q, I, O, E> = TripDispatch<
 #[derive(Debug)]
 pub struct ShardCore<Q, I, O, E> {
     queue: Q,
-    max_in_flight: usize,
+    max_in_flight_batches: usize,
     in_flight: usize,
     /// What taking a batch out of the queue writes to, in one place so
     /// that the step lends the queue one reference to it.
@@ -266,7 +266,7 @@ const WITHDRAW_SCAN: usize = 128;
 
 /// Reply vectors kept for reuse at most. Each holds at most
 /// `max_batch_size` slots, so this bounds what the pool keeps.
-const SPARE_REPLIES_MAX: usize = 64;
+const MAX_SPARE_REPLIES: usize = 64;
 
 /// Inputs vectors kept for reuse at most, and the most room one may have
 /// to be kept (a batch function may hand back a vector larger than it got).
@@ -282,10 +282,10 @@ where
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
 {
-    /// A core with `lanes` bounds and `max_in_flight` slots (at least 1).
-    pub fn new(lanes: LanesConfig, max_in_flight: usize) -> Self {
+    /// A core with `lanes` bounds and `max_in_flight_batches` slots (at least 1).
+    pub fn new(lanes: QueueConfig, max_in_flight_batches: usize) -> Self {
         assert!(
-            max_in_flight >= 1,
+            max_in_flight_batches >= 1,
             "max_in_flight_batches must be at least 1"
         );
         Self {
@@ -298,7 +298,7 @@ where
                 observer: Observer::default(),
             },
             queue: Q::with_config(lanes),
-            max_in_flight,
+            max_in_flight_batches,
             in_flight: 0,
             woke_local: false,
             deliveries: Deliveries::default(),
@@ -340,7 +340,7 @@ where
     }
 
     /// A share of `inputs` inputs of a `submit_many` call arrived: their
-    /// answers are kept on this shard and handed over by
+    /// answers are kept on this shard and delivered by
     /// [`deliver`](Self::deliver).
     pub fn gathering(&self, to: ToShard<I, O, E>, inputs: usize) -> Gathering<I, O, E> {
         self.deliveries.gathering(to, inputs)
@@ -407,7 +407,7 @@ where
     #[inline(always)]
     pub fn dispatch(&mut self, now: impl Into<Nanos>) -> Option<DispatchOf<Q, I, O, E>> {
         let now = now.into();
-        if self.in_flight >= self.max_in_flight {
+        if self.in_flight >= self.max_in_flight_batches {
             return None;
         }
         loop {
@@ -451,7 +451,7 @@ where
         limits: TripLimits,
     ) -> Option<TripDispatchOf<Q, I, O, E>> {
         let now = now.into();
-        if self.in_flight >= self.max_in_flight {
+        if self.in_flight >= self.max_in_flight_batches {
             return None;
         }
         let (mut batches, mut held) = (Vec::new(), Vec::new());
@@ -485,7 +485,7 @@ where
         self.in_flight += 1;
         self.books.stats.trips += 1;
         self.books.observer.trip_taken(batches.len());
-        debug_assert!(self.in_flight <= self.max_in_flight);
+        debug_assert!(self.in_flight <= self.max_in_flight_batches);
         debug_assert!(batches.len() <= limits.max_batches);
         Some((batches, held))
     }
@@ -554,7 +554,7 @@ where
         self.in_flight += 1;
         self.books.stats.batches += 1;
         self.books.stats.sent += inputs.len() as u64;
-        debug_assert!(self.in_flight <= self.max_in_flight);
+        debug_assert!(self.in_flight <= self.max_in_flight_batches);
         Dispatch {
             ticket,
             key,
@@ -701,7 +701,7 @@ where
     #[inline(always)]
     fn keep_spare_replies(&mut self, replies: Vec<Reply<I, O, E>>) {
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
-        if self.books.spare_replies.len() < SPARE_REPLIES_MAX {
+        if self.books.spare_replies.len() < MAX_SPARE_REPLIES {
             self.books.spare_replies.push(replies);
         }
     }
@@ -770,7 +770,7 @@ where
     /// input expires. With every slot busy, the next completion comes first
     /// and is the thing to wait for, unless an input expires before.
     pub fn next_deadline(&mut self) -> Option<Duration> {
-        if self.in_flight >= self.max_in_flight {
+        if self.in_flight >= self.max_in_flight_batches {
             return self.queue.next_expiry();
         }
         self.queue.next_deadline()
@@ -778,7 +778,7 @@ where
 
     /// Whether a slot is free and a lane is ready (deadlines aside).
     pub fn can_dispatch(&self) -> bool {
-        self.in_flight < self.max_in_flight && self.queue.has_ready()
+        self.in_flight < self.max_in_flight_batches && self.queue.has_ready()
     }
 
     /// Nothing waits and no batch is in flight.

@@ -329,7 +329,7 @@ figures! {
     /// intake was at its bound. Counter.
     Counter refused_full => ("ferry_refused_total", reason = "full"),
     /// Inputs refused `KeyFull`: their key already had
-    /// `max_queueing_per_key` inputs waiting. Counter.
+    /// `max_waiting_per_key` inputs waiting. Counter.
     Counter refused_key_full => ("ferry_refused_total", reason = "key_full"),
     /// Inputs refused `TooHeavy`, heavier than `max_batch_weight`. Counter.
     Counter refused_too_heavy => ("ferry_refused_total", reason = "too_heavy"),

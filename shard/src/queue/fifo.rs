@@ -26,8 +26,8 @@
 //!   of [`Fifo::take`] (or [`Fifo::take_with`]); none is lost or repeated,
 //!   and after [`Fifo::close`] takes drain everything. A refused input is
 //!   handed back inside the [`Refusal`].
-//! - Bounds (G6): the waiting inputs never number more than `max_queueing`
-//!   nor weigh more than `max_queued_weight`; an input that would pass
+//! - Bounds (G6): the waiting inputs never number more than `max_waiting`
+//!   nor weigh more than `max_waiting_weight`; an input that would pass
 //!   either is refused with `Full`. A batch holds at least one and at most
 //!   `max_batch_size` inputs and weighs at most `max_batch_weight` (an input
 //!   heavier than that is refused with `TooHeavy`, so one always fits).
@@ -43,8 +43,8 @@
 //! Invariant: the inputs are kept in admission order, and since `now` never
 //! goes backwards that is also arrival order: the front is the oldest.
 //! Invariant: `waiting_weight` is the sum of the waiting inputs' weights;
-//! there are at most `max_queueing` of them and that sum is at most
-//! `max_queued_weight`.
+//! there are at most `max_waiting` of them and that sum is at most
+//! `max_waiting_weight`.
 //! Invariant: every waiting input weighs at most `max_batch_weight`.
 //!
 //! Besides a batch, an input leaves by *expiry* (`max_queue_time`): the
@@ -57,7 +57,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::queue::taken::Taken;
-use crate::value::config::LanesConfig;
+use crate::value::config::QueueConfig;
 use crate::value::nanos::{Latest, Nanos};
 use crate::value::refused::{Refusal, Refused};
 
@@ -65,10 +65,10 @@ use crate::value::refused::{Refusal, Refused};
 ///
 /// ```
 /// use ferry_shard::parts::{Fifo, FifoBatch};
-/// use ferry_shard::LanesConfig;
+/// use ferry_shard::QueueConfig;
 /// use std::time::Duration;
 ///
-/// let mut fifo = Fifo::new(LanesConfig::default());
+/// let mut fifo = Fifo::new(QueueConfig::default());
 /// fifo.admit('x', 2, Duration::ZERO).unwrap();
 /// let batch: FifoBatch<char> = fifo.take(Duration::ZERO).unwrap();
 /// assert_eq!(batch, FifoBatch { items: vec!['x'], weight: 2 });
@@ -87,10 +87,10 @@ pub struct FifoBatch<T> {
 ///
 /// ```
 /// use ferry_shard::parts::Fifo;
-/// use ferry_shard::LanesConfig;
+/// use ferry_shard::QueueConfig;
 /// use std::time::Duration;
 ///
-/// let mut fifo = Fifo::new(LanesConfig::default());
+/// let mut fifo = Fifo::new(QueueConfig::default());
 /// fifo.admit("a", 1, Duration::ZERO).unwrap();
 /// fifo.admit("b", 3, Duration::ZERO).unwrap();
 /// let (len, weight) = fifo
@@ -114,10 +114,10 @@ impl<T> FifoItems<'_, T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// let mut fifo = Fifo::new(QueueConfig::default());
     /// fifo.admit((), 5, Duration::ZERO).unwrap();
     /// assert_eq!(fifo.take_with(Duration::ZERO, |items| items.weight()), Some(5));
     /// ```
@@ -184,13 +184,13 @@ struct Queued<T> {
 ///
 /// ```
 /// use ferry_shard::parts::Fifo;
-/// use ferry_shard::{LanesConfig, Refused};
+/// use ferry_shard::{QueueConfig, Refused};
 /// use std::time::Duration;
 ///
-/// let mut fifo = Fifo::new(LanesConfig {
+/// let mut fifo = Fifo::new(QueueConfig {
 ///     max_batch_size: 2,
 ///     max_batch_delay: Duration::from_micros(100),
-///     ..LanesConfig::default()
+///     ..QueueConfig::default()
 /// });
 /// let t = Duration::from_micros;
 /// for item in 1..=3 {
@@ -207,7 +207,7 @@ struct Queued<T> {
 /// ```
 #[derive(Debug)]
 pub struct Fifo<T> {
-    config: LanesConfig,
+    config: QueueConfig,
     delay_ns: u64,
     queue_time_ns: Option<u64>,
     /// Admission order, which is arrival order: the front is the oldest.
@@ -222,21 +222,21 @@ pub struct Fifo<T> {
 impl<T> Fifo<T> {
     /// An empty, open queue with the bounds of `config`. Of its fields it
     /// uses `max_batch_size`, `max_batch_weight`, `max_batch_delay`,
-    /// `max_queueing` and `max_queued_weight`.
+    /// `max_waiting` and `max_waiting_weight`.
     ///
     /// # Panics
-    /// If `config` breaks a rule of [`LanesConfig::validate`]; builders
+    /// If `config` breaks a rule of [`QueueConfig::validate`]; builders
     /// validate first and return the error instead.
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let fifo: Fifo<u32> = Fifo::new(LanesConfig::default());
+    /// let fifo: Fifo<u32> = Fifo::new(QueueConfig::default());
     /// assert_eq!(fifo.waiting(), 0);
     /// assert!(!fifo.is_closed());
     /// ```
-    pub fn new(config: LanesConfig) -> Self {
+    pub fn new(config: QueueConfig) -> Self {
         if let Err(err) = config.validate() {
             panic!("{err}");
         }
@@ -255,13 +255,13 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let config = LanesConfig { max_batch_size: 8, ..LanesConfig::default() };
+    /// let config = QueueConfig { max_batch_size: 8, ..QueueConfig::default() };
     /// let fifo: Fifo<()> = Fifo::new(config.clone());
     /// assert_eq!(fifo.config(), &config);
     /// ```
-    pub fn config(&self) -> &LanesConfig {
+    pub fn config(&self) -> &QueueConfig {
         &self.config
     }
 
@@ -271,17 +271,17 @@ impl<T> Fifo<T> {
     /// Refuses, handing `item` back, for the first reason that applies:
     /// `Closed` after [`close`](Self::close); `TooHeavy` if
     /// `weight > max_batch_weight`; `Full` if admitting would pass
-    /// `max_queueing` or `max_queued_weight` (G6).
+    /// `max_waiting` or `max_waiting_weight` (G6).
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::{LanesConfig, Refused};
+    /// use ferry_shard::{QueueConfig, Refused};
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig {
+    /// let mut fifo = Fifo::new(QueueConfig {
     ///     max_batch_weight: 10,
-    ///     max_queueing: 1,
-    ///     ..LanesConfig::default()
+    ///     max_waiting: 1,
+    ///     ..QueueConfig::default()
     /// });
     /// let now = Duration::ZERO;
     /// let refusal = fifo.admit("heavy", 11, now).unwrap_err();
@@ -309,13 +309,13 @@ impl<T> Fifo<T> {
     fn refusal(&self, weight: u64) -> Option<Refused> {
         if self.closed {
             Some(Refused::Closed)
-        } else if weight > self.config.max_batch_weight {
+        } else if self.config.is_too_heavy(weight) {
             Some(Refused::TooHeavy)
-        } else if self.inputs.len() >= self.config.max_queueing
+        } else if self.inputs.len() >= self.config.max_waiting
             || self
                 .waiting_weight
                 .checked_add(weight)
-                .is_none_or(|w| w > self.config.max_queued_weight)
+                .is_none_or(|w| w > self.config.max_waiting_weight)
         {
             Some(Refused::Full)
         } else {
@@ -330,10 +330,10 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig { max_batch_weight: 4, ..LanesConfig::default() });
+    /// let mut fifo = Fifo::new(QueueConfig { max_batch_weight: 4, ..QueueConfig::default() });
     /// for (item, weight) in [('a', 2), ('b', 2), ('c', 1)] {
     ///     fifo.admit(item, weight, Duration::ZERO).unwrap();
     /// }
@@ -362,10 +362,10 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// let mut fifo = Fifo::new(QueueConfig::default());
     /// fifo.admit((1, 'x'), 1, Duration::ZERO).unwrap();
     /// fifo.admit((2, 'y'), 1, Duration::ZERO).unwrap();
     /// let (numbers, letters): (Vec<_>, Vec<_>) =
@@ -408,7 +408,7 @@ impl<T> Fifo<T> {
         let mut count = 0;
         let mut weight = 0_u64;
         for queued in self.inputs.iter().take(self.config.max_batch_size) {
-            // No overflow: the sum is at most `max_queued_weight`.
+            // No overflow: the sum is at most `max_waiting_weight`.
             let weight_with = weight + queued.weight;
             if count > 0 && weight_with > self.config.max_batch_weight {
                 break;
@@ -440,9 +440,9 @@ impl<T> Fifo<T> {
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// let mut fifo = Fifo::new(QueueConfig::default());
     /// fifo.admit('a', 1, Duration::ZERO).unwrap();
     /// fifo.admit('b', 1, Duration::ZERO).unwrap();
     /// assert_eq!(fifo.drain_waiting(), vec!['a', 'b']);
@@ -460,12 +460,12 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig {
+    /// let mut fifo = Fifo::new(QueueConfig {
     ///     max_batch_delay: Duration::from_secs(60),
-    ///     ..LanesConfig::default()
+    ///     ..QueueConfig::default()
     /// });
     /// fifo.admit('a', 1, Duration::ZERO).unwrap();
     /// assert!(fifo.take(Duration::ZERO).is_none(), "waits for its delay");
@@ -481,9 +481,9 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut fifo: Fifo<()> = Fifo::new(LanesConfig::default());
+    /// let mut fifo: Fifo<()> = Fifo::new(QueueConfig::default());
     /// fifo.close();
     /// assert!(fifo.is_closed());
     /// ```
@@ -503,13 +503,13 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
     /// let t = Duration::from_micros;
-    /// let mut fifo = Fifo::new(LanesConfig {
+    /// let mut fifo = Fifo::new(QueueConfig {
     ///     max_batch_delay: t(100),
-    ///     ..LanesConfig::default()
+    ///     ..QueueConfig::default()
     /// });
     /// assert_eq!(fifo.next_deadline(), None, "nothing waits");
     /// fifo.admit('a', 1, t(5)).unwrap();
@@ -545,13 +545,13 @@ impl<T> Fifo<T> {
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
     /// let t = Duration::from_millis;
-    /// let mut fifo = Fifo::new(LanesConfig {
+    /// let mut fifo = Fifo::new(QueueConfig {
     ///     max_queue_time: Some(t(10)),
     ///     max_batch_delay: t(100),
-    ///     ..LanesConfig::default()
+    ///     ..QueueConfig::default()
     /// });
     /// fifo.admit('a', 1, t(0)).unwrap();
     /// fifo.admit('b', 1, t(5)).unwrap();
@@ -583,9 +583,9 @@ impl<T> Fifo<T> {
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig { max_batch_delay: Duration::from_secs(1), ..LanesConfig::default() });
+    /// let mut fifo = Fifo::new(QueueConfig { max_batch_delay: Duration::from_secs(1), ..QueueConfig::default() });
     /// for item in 1..=4 {
     ///     fifo.admit(item, 1, Duration::ZERO).unwrap();
     /// }
@@ -625,13 +625,13 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig {
+    /// let mut fifo = Fifo::new(QueueConfig {
     ///     max_batch_size: 2,
     ///     max_batch_delay: Duration::from_micros(100),
-    ///     ..LanesConfig::default()
+    ///     ..QueueConfig::default()
     /// });
     /// fifo.admit('a', 1, Duration::ZERO).unwrap();
     /// assert!(!fifo.has_ready(), "partial, waiting for its delay");
@@ -651,10 +651,10 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// let mut fifo = Fifo::new(QueueConfig::default());
     /// fifo.admit('a', 3, Duration::ZERO).unwrap();
     /// assert_eq!(fifo.waiting(), 1);
     /// ```
@@ -666,10 +666,10 @@ impl<T> Fifo<T> {
     ///
     /// ```
     /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     /// use std::time::Duration;
     ///
-    /// let mut fifo = Fifo::new(LanesConfig::default());
+    /// let mut fifo = Fifo::new(QueueConfig::default());
     /// fifo.admit('a', 3, Duration::ZERO).unwrap();
     /// fifo.admit('b', 4, Duration::ZERO).unwrap();
     /// assert_eq!(fifo.waiting_weight(), 7);
@@ -688,8 +688,8 @@ impl<T> Fifo<T> {
     /// The invariants of the module docs that hold in O(1) (the weight sum
     /// is checked against the model in `tests/fifo_model.rs`).
     fn assert_invariants(&self) {
-        debug_assert!(self.inputs.len() <= self.config.max_queueing);
-        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
+        debug_assert!(self.inputs.len() <= self.config.max_waiting);
+        debug_assert!(self.waiting_weight <= self.config.max_waiting_weight);
         debug_assert!(!self.inputs.is_empty() || self.waiting_weight == 0);
         debug_assert!(match (self.inputs.front(), self.inputs.back()) {
             (Some(front), Some(back)) => front.arrival_ns <= back.arrival_ns,

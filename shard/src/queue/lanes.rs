@@ -49,7 +49,7 @@
 //!   (their callers are gone) are removed from the front part of their key's
 //!   lane, where the oldest, first to be given up on, wait.
 //!
-//! Holds (an event-time order, `LanesConfig::hold`): an input's rank is its
+//! Holds (an event-time order, `QueueConfig::hold`): an input's rank is its
 //! event time, and the input is held until that time plus the lateness
 //! (`Hold::ends_ns`, monotone in the rank). A lane is not ready while its
 //! front input is held, and a batch ends before the first input still held;
@@ -63,7 +63,7 @@
 //! late: refused `Late` with `refuse_late`, otherwise not held. Without a
 //! hold the heap stays empty, and the default path looks at its top only.
 //!
-//! Boundaries (`LanesConfig::boundaries`): each input carries a boundary
+//! Boundaries (`QueueConfig::boundaries`): each input carries a boundary
 //! value, and a batch ends where the next input's value differs from its
 //! front's, so no batch mixes two of them.
 //!
@@ -82,7 +82,7 @@ use std::time::Duration;
 use crate::queue::lane_index::{Found, LaneIndex};
 use crate::queue::longest::Longest;
 use crate::queue::taken::Taken;
-use crate::value::config::LanesConfig;
+use crate::value::config::QueueConfig;
 use crate::value::hold::Hold;
 use crate::value::key_hash::key_hash;
 use crate::value::nanos::{Latest, Nanos};
@@ -249,7 +249,7 @@ impl<K, T> Lane<K, T> {
         }
     }
 
-    fn is_full(&self, config: &LanesConfig) -> bool {
+    fn is_full(&self, config: &QueueConfig) -> bool {
         self.inputs.len() >= config.max_batch_size || self.waiting_weight >= config.max_batch_weight
     }
 
@@ -284,7 +284,7 @@ impl<K, T> Lane<K, T> {
     #[inline(never)]
     fn batch_extent_within(
         &self,
-        config: &LanesConfig,
+        config: &QueueConfig,
         hold: Option<Hold>,
         now_ns: u64,
     ) -> (usize, u64) {
@@ -310,7 +310,7 @@ impl<K, T> Lane<K, T> {
     /// weight: up to `max_batch_size`, and within `max_batch_weight` unless
     /// the first alone weighs more (it then goes alone).
     #[inline]
-    fn batch_extent(&self, config: &LanesConfig) -> (usize, u64) {
+    fn batch_extent(&self, config: &QueueConfig) -> (usize, u64) {
         let most = config.max_batch_size.min(self.inputs.len());
         let Some(first) = self.inputs.front() else {
             return (0, 0);
@@ -401,10 +401,10 @@ const LANE_CAPACITY_KEPT_MAX: usize = 8;
 ///
 /// ```
 /// use ferry_shard::parts::Lanes;
-/// use ferry_shard::{LanesConfig, Refused};
+/// use ferry_shard::{QueueConfig, Refused};
 /// use std::time::Duration;
 ///
-/// let mut lanes = Lanes::new(LanesConfig { max_batch_size: 2, ..LanesConfig::default() });
+/// let mut lanes = Lanes::new(QueueConfig { max_batch_size: 2, ..QueueConfig::default() });
 /// let now = Duration::ZERO;
 /// lanes.admit("a", 1, 0, 1, now).unwrap();
 /// lanes.admit("a", 2, 0, 1, now).unwrap();
@@ -424,7 +424,7 @@ const LANE_CAPACITY_KEPT_MAX: usize = 8;
 /// ```
 #[derive(Debug)]
 pub struct Lanes<K, T> {
-    config: LanesConfig,
+    config: QueueConfig,
     delay_ns: u64,
     /// Lane storage: a lane is at one place (an index here) for its whole
     /// life; free places keep their buffers for the next lane.
@@ -476,9 +476,9 @@ where
     /// An empty, open structure.
     ///
     /// # Panics
-    /// If `config` breaks a rule of [`LanesConfig::validate`]; builders
+    /// If `config` breaks a rule of [`QueueConfig::validate`]; builders
     /// validate first and return the error instead.
-    pub fn new(config: LanesConfig) -> Self {
+    pub fn new(config: QueueConfig) -> Self {
         if let Err(err) = config.validate() {
             panic!("{err}");
         }
@@ -519,7 +519,7 @@ where
     }
 
     /// The bounds this structure keeps.
-    pub fn config(&self) -> &LanesConfig {
+    pub fn config(&self) -> &QueueConfig {
         &self.config
     }
 
@@ -544,9 +544,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut lanes = Lanes::new(LanesConfig { boundaries: true, ..LanesConfig::default() });
+    /// let mut lanes = Lanes::new(QueueConfig { boundaries: true, ..QueueConfig::default() });
     /// for (item, bucket) in [('a', 1), ('b', 1), ('c', 2)] {
     ///     lanes.admit_bounded("k", item, 0, bucket, 1, Duration::ZERO).unwrap();
     /// }
@@ -578,8 +578,8 @@ where
     ///
     /// Refuses, handing `item` back: `Closed` after [`close`](Self::close);
     /// `TooHeavy` if `weight > max_batch_weight`; `Full` if admitting would
-    /// pass `max_queueing` or `max_queued_weight`; `KeyFull` if the key
-    /// already has `max_queueing_per_key` inputs waiting.
+    /// pass `max_waiting` or `max_waiting_weight`; `KeyFull` if the key
+    /// already has `max_waiting_per_key` inputs waiting.
     pub fn admit_hashed(
         &mut self,
         hash: u64,
@@ -605,9 +605,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::{key_hash, LanesConfig, Refused};
+    /// use ferry_shard::{key_hash, QueueConfig, Refused};
     ///
-    /// let mut lanes = Lanes::new(LanesConfig { max_queueing: 1, ..LanesConfig::default() });
+    /// let mut lanes = Lanes::new(QueueConfig { max_waiting: 1, ..QueueConfig::default() });
     /// let mut first = Some('a');
     /// lanes.admit_from(key_hash(&7), 7, &mut first, 0, 0, 1, Duration::ZERO).unwrap();
     /// assert_eq!(first, None, "taken");
@@ -638,7 +638,7 @@ where
         let lane = &mut self.places[place as usize];
         // A lane just made has no input, and the bound is at least 1: a
         // refused key always has a lane with inputs, none is left empty.
-        if lane.inputs.len() >= self.config.max_queueing_per_key {
+        if lane.inputs.len() >= self.config.max_waiting_per_key {
             return Err(Refused::KeyFull);
         }
         let item = item.take().expect("an item to admit");
@@ -676,8 +676,8 @@ where
             self.ready.push_back(id);
         }
         self.queue_deadlines(id, seq, now_ns);
-        debug_assert!(self.waiting <= self.config.max_queueing);
-        debug_assert!(self.waiting_weight <= self.config.max_queued_weight);
+        debug_assert!(self.waiting <= self.config.max_waiting);
+        debug_assert!(self.waiting_weight <= self.config.max_waiting_weight);
         Ok(())
     }
 
@@ -708,18 +708,18 @@ where
     fn refusal(&self, weight: u64, rank: i64, now_ns: u64) -> Option<Refused> {
         if self.closed {
             Some(Refused::Closed)
-        } else if weight > self.config.max_batch_weight {
+        } else if self.config.is_too_heavy(weight) {
             Some(Refused::TooHeavy)
         } else if self
             .hold
             .is_some_and(|hold| hold.refuse_late && hold.ends_ns(rank) <= now_ns)
         {
             Some(Refused::Late)
-        } else if self.waiting >= self.config.max_queueing
+        } else if self.waiting >= self.config.max_waiting
             || self
                 .waiting_weight
                 .checked_add(weight)
-                .is_none_or(|w| w > self.config.max_queued_weight)
+                .is_none_or(|w| w > self.config.max_waiting_weight)
         {
             Some(Refused::Full)
         } else {
@@ -793,9 +793,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// let mut lanes = Lanes::new(QueueConfig::default());
     /// lanes.admit("a", (1, 'x'), 0, 1, Duration::ZERO).unwrap();
     /// lanes.admit("a", (2, 'y'), 1, 1, Duration::ZERO).unwrap();
     /// let (_lane, key, (numbers, letters)) = lanes
@@ -850,9 +850,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// let mut lanes = Lanes::new(QueueConfig::default());
     /// assert_eq!(lanes.next_weight(Duration::ZERO), None);
     /// lanes.admit("a", 'x', 0, 3, Duration::ZERO).unwrap();
     /// lanes.admit("a", 'y', 0, 4, Duration::ZERO).unwrap();
@@ -915,12 +915,12 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
     /// let t = Duration::from_millis;
-    /// let mut lanes = Lanes::new(LanesConfig {
+    /// let mut lanes = Lanes::new(QueueConfig {
     ///     max_queue_time: Some(t(10)),
-    ///     ..LanesConfig::default()
+    ///     ..QueueConfig::default()
     /// });
     /// lanes.admit("a", 1, 0, 1, t(0)).unwrap();
     /// let busy = lanes.take(t(0)).unwrap(); // 1 is in a batch: never expired
@@ -1246,9 +1246,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut lanes = Lanes::new(LanesConfig::default());
+    /// let mut lanes = Lanes::new(QueueConfig::default());
     /// lanes.admit("a", 1, 0, 1, Duration::ZERO).unwrap();
     /// let busy = lanes.take(Duration::ZERO).unwrap();
     /// lanes.admit("a", 2, 0, 1, Duration::ZERO).unwrap();
@@ -1434,9 +1434,9 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::LanesConfig;
+    /// use ferry_shard::QueueConfig;
     ///
-    /// let mut lanes = Lanes::new(LanesConfig { max_batch_size: 2, ..LanesConfig::default() });
+    /// let mut lanes = Lanes::new(QueueConfig { max_batch_size: 2, ..QueueConfig::default() });
     /// for (key, n) in [("hot", 1), ("hot", 2), ("hot", 3), ("cold", 4)] {
     ///     lanes.admit(key, n, 0, 1, Duration::ZERO).unwrap();
     /// }
@@ -1476,11 +1476,11 @@ where
     /// ```
     /// use std::time::Duration;
     /// use ferry_shard::parts::Lanes;
-    /// use ferry_shard::{Hold, LanesConfig};
+    /// use ferry_shard::{Hold, QueueConfig};
     ///
     /// let t = Duration::from_millis;
     /// let hold = Some(Hold::new(t(10)));
-    /// let mut lanes = Lanes::new(LanesConfig { hold, ..LanesConfig::default() });
+    /// let mut lanes = Lanes::new(QueueConfig { hold, ..QueueConfig::default() });
     /// lanes.admit("k", 'a', 95, 1, t(100)).unwrap(); // held until 105
     /// lanes.admit("k", 'b', 80, 1, t(100)).unwrap(); // its hold ended at 90
     /// assert_eq!(lanes.admitted_late(), 1);

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::queue::fifo::{Fifo, FifoItems};
 use crate::queue::lanes::{BatchItems, LaneId, Lanes};
 use crate::queue::taken::Taken;
-use crate::value::config::LanesConfig;
+use crate::value::config::QueueConfig;
 use crate::value::nanos::Nanos;
 use crate::value::refused::Refused;
 
@@ -29,7 +29,7 @@ use crate::value::refused::Refused;
 /// ```
 /// use std::time::Duration;
 /// use ferry_shard::parts::{Fifo, Queue};
-/// use ferry_shard::LanesConfig;
+/// use ferry_shard::QueueConfig;
 ///
 /// fn one_batch<Q: Queue<u32>>(queue: &mut Q, key: Q::Key) -> Vec<u32> {
 ///     let now = Duration::ZERO;
@@ -39,7 +39,7 @@ use crate::value::refused::Refused;
 ///     queue.complete(ticket, now);
 ///     items
 /// }
-/// assert_eq!(one_batch(&mut Fifo::new(LanesConfig::default()), ()), vec![1, 2]);
+/// assert_eq!(one_batch(&mut Fifo::new(QueueConfig::default()), ()), vec![1, 2]);
 /// ```
 pub trait Queue<T> {
     /// What a batch is for: the key of per-key batching, `()` for unkeyed.
@@ -53,7 +53,7 @@ pub trait Queue<T> {
         T: 'a;
 
     /// A structure with `config`'s bounds.
-    fn with_config(config: LanesConfig) -> Self;
+    fn with_config(config: QueueConfig) -> Self;
 
     /// Admits the item in `item` (for `key`, whose hash is `hash`, with
     /// `rank`, `boundary` value and `weight`), arriving at `now`, taking it out of `item`;
@@ -119,7 +119,7 @@ pub trait Queue<T> {
     fn has_ready(&self) -> bool;
 
     /// The bounds kept.
-    fn config(&self) -> &LanesConfig;
+    fn config(&self) -> &QueueConfig;
 
     /// Lanes alive (0 for a discipline without lanes).
     fn lanes(&self) -> usize;
@@ -159,7 +159,7 @@ where
         Self: 'a,
         T: 'a;
 
-    fn with_config(config: LanesConfig) -> Self {
+    fn with_config(config: QueueConfig) -> Self {
         Lanes::new(config)
     }
 
@@ -229,7 +229,7 @@ where
         Lanes::has_ready(self)
     }
 
-    fn config(&self) -> &LanesConfig {
+    fn config(&self) -> &QueueConfig {
         Lanes::config(self)
     }
 
@@ -268,7 +268,7 @@ impl<T> Queue<T> for Fifo<T> {
         Self: 'a,
         T: 'a;
 
-    fn with_config(config: LanesConfig) -> Self {
+    fn with_config(config: QueueConfig) -> Self {
         Fifo::new(config)
     }
 
@@ -337,7 +337,7 @@ impl<T> Queue<T> for Fifo<T> {
         Fifo::has_ready(self)
     }
 
-    fn config(&self) -> &LanesConfig {
+    fn config(&self) -> &QueueConfig {
         Fifo::config(self)
     }
 

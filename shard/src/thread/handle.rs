@@ -38,13 +38,13 @@ use crate::thread::inbound::{Inbound, SharedIntake, SpawnTask};
 use crate::thread::intake::Intake;
 use crate::thread::local::{LocalShard, Nudge};
 use crate::thread::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
-use crate::value::config::LanesConfig;
+use crate::value::config::QueueConfig;
 use crate::value::error::FerryError;
 use crate::value::error::Outcome;
 use crate::value::refused::{Refusal, Refused};
 use crate::value::shard_id::ShardId;
 
-/// Inputs for one shard, gathered to be handed over in one push
+/// Inputs for one shard, gathered to be passed in one push
 /// ([`Shard::submit_bundle`]). Each input is answered through its call's
 /// [`Outcomes`], where it takes the next place as it is added.
 pub struct Bundle<K, I, O, E> {
@@ -117,7 +117,7 @@ pub struct ShardConfig {
     /// before, with [`Runtime::choose`]; here it means glommio).
     pub runtime: Runtime,
     /// Bounds of its queue.
-    pub lanes: LanesConfig,
+    pub lanes: QueueConfig,
     /// Batches in flight at once (slots).
     pub max_in_flight_batches: usize,
     /// Capacity of its intake queue.

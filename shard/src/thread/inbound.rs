@@ -16,7 +16,7 @@ pub type SpawnTask = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Sen
 pub(crate) enum Inbound<K, I, O, E> {
     /// An input to admit.
     Submit(Submission<K, I, O, E>),
-    /// Inputs of one `submit_many` call handed over together, with their
+    /// Inputs of one `submit_many` call passed together, with their
     /// call's cell: one push, one wake-up.
     Bundle(ToShard<I, O, E>, Vec<Bundled<K, I>>),
     /// A task to run on the shard's thread.

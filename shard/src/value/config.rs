@@ -1,7 +1,7 @@
 //! The bounds a shard's lanes keep (docs/guarantees.md#settings), and the
 //! typed error that names a setting and the rule it broke.
 //!
-//! Every value here is per shard. [`LanesConfig::validate`] is the one place
+//! Every value here is per shard. [`QueueConfig::validate`] is the one place
 //! the rules are written; the engine's builder calls it, so an invalid value
 //! is an error value, never a panic.
 
@@ -14,22 +14,22 @@ use crate::value::hold::Hold;
 /// ([`Lanes`](crate::parts::Lanes) or [`Fifo`](crate::parts::Fifo)).
 ///
 /// ```
-/// use ferry_shard::LanesConfig;
+/// use ferry_shard::QueueConfig;
 /// use std::time::Duration;
 ///
-/// let config = LanesConfig {
+/// let config = QueueConfig {
 ///     max_batch_size: 16,
 ///     max_batch_delay: Duration::from_micros(200),
-///     ..LanesConfig::default()
+///     ..QueueConfig::default()
 /// };
 /// assert!(config.validate().is_ok());
 ///
-/// let bad = LanesConfig { max_batch_size: 0, ..LanesConfig::default() };
+/// let bad = QueueConfig { max_batch_size: 0, ..QueueConfig::default() };
 /// let err = bad.validate().unwrap_err();
 /// assert_eq!(err.field, "max_batch_size");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LanesConfig {
+pub struct QueueConfig {
     /// A batch carries at most this many inputs; a lane with this many
     /// waiting inputs is *full*. At least 1.
     pub max_batch_size: usize,
@@ -41,14 +41,14 @@ pub struct LanesConfig {
     pub max_batch_delay: Duration,
     /// At most this many inputs wait (admitted, not yet sent) on the shard.
     /// At least 1.
-    pub max_queueing: usize,
+    pub max_waiting: usize,
     /// The waiting inputs of the shard weigh at most this much. At least 1.
-    pub max_queued_weight: u64,
+    pub max_waiting_weight: u64,
     /// At most this many inputs of one key wait (admitted, not yet sent);
     /// past it the key's inputs are refused `KeyFull`, so that one hot key
     /// cannot take the whole shard's queue. At least 1. (Unkeyed batching
     /// has no keys and ignores it.)
-    pub max_queueing_per_key: usize,
+    pub max_waiting_per_key: usize,
     /// An input still waiting (not yet taken into a batch) this long after
     /// its arrival is answered `Expired`, its input handed back, never
     /// sent. `None`: inputs wait as long as it takes. Not zero.
@@ -68,20 +68,59 @@ pub struct LanesConfig {
     pub boundaries: bool,
 }
 
-impl LanesConfig {
+/// The former name of [`QueueConfig`], kept for one release: the bounds
+/// are those of the unkeyed `Fifo` as much as of the per-key lanes.
+///
+/// ```
+/// #![allow(deprecated)]
+/// let config = ferry_shard::LanesConfig::default();
+/// assert_eq!(config, ferry_shard::QueueConfig::default());
+/// ```
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `QueueConfig`: it bounds the unkeyed queue too"
+)]
+pub type LanesConfig = QueueConfig;
+
+impl QueueConfig {
     /// Default `max_batch_size`.
     pub const DEFAULT_MAX_BATCH_SIZE: usize = 64;
-    /// Default `max_queueing`.
-    pub const DEFAULT_MAX_QUEUEING: usize = 1_000_000;
+    /// Default `max_waiting`.
+    pub const DEFAULT_MAX_WAITING: usize = 1_000_000;
+    /// The former name of [`DEFAULT_MAX_WAITING`](Self::DEFAULT_MAX_WAITING),
+    /// kept for one release.
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// use ferry_shard::QueueConfig;
+    /// assert_eq!(QueueConfig::DEFAULT_MAX_QUEUEING, QueueConfig::DEFAULT_MAX_WAITING);
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `DEFAULT_MAX_WAITING`")]
+    pub const DEFAULT_MAX_QUEUEING: usize = Self::DEFAULT_MAX_WAITING;
+
+    /// Whether an input of `weight` is too heavy for any batch: the one
+    /// test of `Refused::TooHeavy`, made by both queues at admission and by
+    /// the engine on the caller's thread before the input travels.
+    ///
+    /// ```
+    /// use ferry_shard::QueueConfig;
+    ///
+    /// let config = QueueConfig { max_batch_weight: 10, ..QueueConfig::default() };
+    /// assert!(!config.is_too_heavy(10));
+    /// assert!(config.is_too_heavy(11));
+    /// ```
+    pub fn is_too_heavy(&self, weight: u64) -> bool {
+        weight > self.max_batch_weight
+    }
 
     /// Checks every rule of the settings (docs/guarantees.md#settings) that
     /// concerns lanes.
     pub fn validate(&self) -> Result<(), ConfigError> {
         at_least_one("max_batch_size", self.max_batch_size as u64)?;
         at_least_one("max_batch_weight", self.max_batch_weight)?;
-        at_least_one("max_queueing", self.max_queueing as u64)?;
-        at_least_one("max_queued_weight", self.max_queued_weight)?;
-        at_least_one("max_queueing_per_key", self.max_queueing_per_key as u64)?;
+        at_least_one("max_waiting", self.max_waiting as u64)?;
+        at_least_one("max_waiting_weight", self.max_waiting_weight)?;
+        at_least_one("max_waiting_per_key", self.max_waiting_per_key as u64)?;
         if self.max_queue_time == Some(Duration::ZERO) {
             return Err(ConfigError::new(
                 "max_queue_time",
@@ -103,15 +142,15 @@ impl LanesConfig {
     }
 }
 
-impl Default for LanesConfig {
+impl Default for QueueConfig {
     fn default() -> Self {
         Self {
             max_batch_size: Self::DEFAULT_MAX_BATCH_SIZE,
             max_batch_weight: u64::MAX,
             max_batch_delay: Duration::ZERO,
-            max_queueing: Self::DEFAULT_MAX_QUEUEING,
-            max_queued_weight: u64::MAX,
-            max_queueing_per_key: usize::MAX,
+            max_waiting: Self::DEFAULT_MAX_WAITING,
+            max_waiting_weight: u64::MAX,
+            max_waiting_per_key: usize::MAX,
             max_queue_time: None,
             withdraw_on_drop: false,
             hold: None,
@@ -179,13 +218,13 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_spec_and_are_valid() {
-        let config = LanesConfig::default();
+        let config = QueueConfig::default();
         assert_eq!(config.max_batch_size, 64);
         assert_eq!(config.max_batch_delay, Duration::ZERO);
-        assert_eq!(config.max_queueing, 1_000_000);
+        assert_eq!(config.max_waiting, 1_000_000);
         assert_eq!(config.max_batch_weight, u64::MAX);
-        assert_eq!(config.max_queued_weight, u64::MAX);
-        assert_eq!(config.max_queueing_per_key, usize::MAX);
+        assert_eq!(config.max_waiting_weight, u64::MAX);
+        assert_eq!(config.max_waiting_per_key, usize::MAX);
         assert_eq!(config.max_queue_time, None);
         assert!(!config.withdraw_on_drop);
         assert_eq!(config.validate(), Ok(()));
@@ -193,19 +232,19 @@ mod tests {
 
     #[test]
     fn each_zero_bound_is_named_in_its_error() {
-        type Breaks = fn(&mut LanesConfig);
+        type Breaks = fn(&mut QueueConfig);
         let cases: [(&str, Breaks); 6] = [
-            ("max_queueing_per_key", |c| c.max_queueing_per_key = 0),
+            ("max_waiting_per_key", |c| c.max_waiting_per_key = 0),
             ("max_queue_time", |c| {
                 c.max_queue_time = Some(Duration::ZERO)
             }),
             ("max_batch_size", |c| c.max_batch_size = 0),
             ("max_batch_weight", |c| c.max_batch_weight = 0),
-            ("max_queueing", |c| c.max_queueing = 0),
-            ("max_queued_weight", |c| c.max_queued_weight = 0),
+            ("max_waiting", |c| c.max_waiting = 0),
+            ("max_waiting_weight", |c| c.max_waiting_weight = 0),
         ];
         for (field, break_it) in cases {
-            let mut config = LanesConfig::default();
+            let mut config = QueueConfig::default();
             break_it(&mut config);
             let err = config.validate().unwrap_err();
             assert_eq!(err.field, field);

@@ -1,6 +1,6 @@
 //! Layer 1, the values: what a caller hands a shard and gets back, and the
 //! bounds it is given — `BatchFn`, `TripFn`, `Order` and `Rank`, `Hold`,
-//! `LanesConfig`, `Refused`, `FerryError` and `Outcome`, `key_hash`,
+//! `QueueConfig`, `Refused`, `FerryError` and `Outcome`, `key_hash`,
 //! `ShardId`, `Nanos`, the flush `Generations`.
 //!
 //! Promise: pure. No clock, no thread, no `async`, no shared memory; a

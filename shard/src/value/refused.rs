@@ -12,7 +12,7 @@ use std::fmt;
 ///
 /// assert_eq!(
 ///     Refused::Full.to_string(),
-///     "the shard is full (max_queueing, max_queued_weight or its intake queue is at its bound)"
+///     "the shard is full (max_waiting, max_waiting_weight or its intake queue is at its bound)"
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,7 +20,7 @@ pub enum Refused {
     /// The shard's waiting inputs (count or weight) or its intake queue are
     /// at their bound; try again later or shed load.
     Full,
-    /// Its key already has `max_queueing_per_key` inputs waiting; the
+    /// Its key already has `max_waiting_per_key` inputs waiting; the
     /// shard's other keys are still admitted.
     KeyFull,
     /// The input alone weighs more than `max_batch_weight`, so no batch
@@ -38,10 +38,10 @@ impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Refused::Full => {
-                "the shard is full (max_queueing, max_queued_weight or its intake queue is at its bound)"
+                "the shard is full (max_waiting, max_waiting_weight or its intake queue is at its bound)"
             }
             Refused::KeyFull => {
-                "the input's key is full (max_queueing_per_key of its inputs are waiting)"
+                "the input's key is full (max_waiting_per_key of its inputs are waiting)"
             }
             Refused::TooHeavy => "the input weighs more than max_batch_weight",
             Refused::Closed => "the engine is closed",
