@@ -56,7 +56,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::queue::taken::Taken;
+use crate::queue::items::{Entry, Items};
 use crate::value::config::QueueConfig;
 use crate::value::nanos::{Latest, Nanos};
 use crate::value::refused::{Refusal, Refused};
@@ -99,84 +99,24 @@ pub struct FifoBatch<T> {
 /// assert_eq!((len, weight), (2, 4));
 /// assert_eq!(fifo.waiting(), 0, "untaken items left the queue too");
 /// ```
+pub type FifoItems<'a, T> = Items<'a, Queued<T>, T>;
+
+/// An admitted input waiting in the queue.
 #[derive(Debug)]
-pub struct FifoItems<'a, T> {
-    /// The queue; the batch is its first `left`.
-    inputs: &'a mut VecDeque<Queued<T>>,
-    left: usize,
-    weight: u64,
-    /// Arrival of the item `next` returned last (see `Taken`).
+pub struct Queued<T> {
     arrival_ns: u64,
+    weight: u64,
+    item: T,
 }
 
-impl<T> FifoItems<'_, T> {
-    /// The batch's total weight (see [`FifoBatch::weight`]).
-    ///
-    /// ```
-    /// use ferry_shard::parts::Fifo;
-    /// use ferry_shard::QueueConfig;
-    /// use std::time::Duration;
-    ///
-    /// let mut fifo = Fifo::new(QueueConfig::default());
-    /// fifo.admit((), 5, Duration::ZERO).unwrap();
-    /// assert_eq!(fifo.take_with(Duration::ZERO, |items| items.weight()), Some(5));
-    /// ```
-    pub fn weight(&self) -> u64 {
-        self.weight
-    }
-}
-
-impl<T> Iterator for FifoItems<'_, T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let queued = self.inputs.pop_front()?;
-        self.arrival_ns = queued.arrival_ns;
-        Some(queued.item)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<T> ExactSizeIterator for FifoItems<'_, T> {}
-
-/// Items the consumer did not take leave the queue all the same: they were
-/// counted out of it when the batch was taken.
-impl<T> Drop for FifoItems<'_, T> {
-    fn drop(&mut self) {
-        if self.left > 0 {
-            self.inputs.drain(..self.left);
-        }
-    }
-}
-
-/// Unkeyed: every batch's key hash is 0.
-impl<T> Taken for FifoItems<'_, T> {
-    fn weight(&self) -> u64 {
-        self.weight
-    }
-
+impl<T> Entry<T> for Queued<T> {
     fn arrival_ns(&self) -> u64 {
         self.arrival_ns
     }
 
-    fn key_hash(&self) -> u64 {
-        0
+    fn into_item(self) -> T {
+        self.item
     }
-}
-
-/// An admitted input waiting in the queue.
-#[derive(Debug)]
-struct Queued<T> {
-    arrival_ns: u64,
-    weight: u64,
-    item: T,
 }
 
 /// The waiting inputs of one shard for unkeyed batching, in admission order.
@@ -385,12 +325,8 @@ impl<T> Fifo<T> {
         debug_assert!(count >= 1 && count <= self.config.max_batch_size);
         debug_assert!(weight <= self.config.max_batch_weight);
         self.waiting_weight -= weight;
-        let consumed = consume(FifoItems {
-            inputs: &mut self.inputs,
-            left: count,
-            weight,
-            arrival_ns: 0,
-        });
+        // Unkeyed: every batch's key hash is 0.
+        let consumed = consume(Items::new(&mut self.inputs, count, weight, 0));
         self.assert_invariants();
         Some(consumed)
     }

@@ -79,9 +79,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::time::Duration;
 
+use crate::queue::items::{Entry, Items};
 use crate::queue::lane_index::{Found, LaneIndex};
 use crate::queue::longest::Longest;
-use crate::queue::taken::Taken;
 use crate::value::config::QueueConfig;
 use crate::value::hold::Hold;
 use crate::value::key_hash::key_hash;
@@ -129,71 +129,11 @@ pub struct Batch<K, T> {
 
 /// The items of a batch as [`Lanes::take_with`] hands them out, in (rank,
 /// admission) order.
-#[derive(Debug)]
-pub struct BatchItems<'a, T> {
-    /// The lane's inputs; the batch is their first `left`.
-    inputs: &'a mut VecDeque<Waiting<T>>,
-    left: usize,
-    weight: u64,
-    /// Arrival of the item `next` returned last (see `Taken`).
-    arrival_ns: u64,
-    hash: u64,
-}
-
-impl<T> BatchItems<'_, T> {
-    /// The batch's total weight (see [`Batch::weight`]).
-    pub fn weight(&self) -> u64 {
-        self.weight
-    }
-}
-
-impl<T> Iterator for BatchItems<'_, T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let waiting = self.inputs.pop_front()?;
-        self.arrival_ns = waiting.arrival_ns;
-        Some(waiting.item)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<T> ExactSizeIterator for BatchItems<'_, T> {}
-
-/// Items the consumer did not take leave the lane all the same: they were
-/// counted out of it when the batch was taken.
-impl<T> Drop for BatchItems<'_, T> {
-    fn drop(&mut self) {
-        if self.left > 0 {
-            self.inputs.drain(..self.left);
-        }
-    }
-}
-
-impl<T> Taken for BatchItems<'_, T> {
-    fn weight(&self) -> u64 {
-        self.weight
-    }
-
-    fn arrival_ns(&self) -> u64 {
-        self.arrival_ns
-    }
-
-    fn key_hash(&self) -> u64 {
-        self.hash
-    }
-}
+pub type BatchItems<'a, T> = Items<'a, Waiting<T>, T>;
 
 /// An admitted input waiting in its lane.
 #[derive(Debug)]
-struct Waiting<T> {
+pub struct Waiting<T> {
     rank: i64,
     /// The boundary value given at admission: with `boundaries`, a batch
     /// never holds two of them.
@@ -204,6 +144,16 @@ struct Waiting<T> {
     arrival_ns: u64,
     weight: u64,
     item: T,
+}
+
+impl<T> Entry<T> for Waiting<T> {
+    fn arrival_ns(&self) -> u64 {
+        self.arrival_ns
+    }
+
+    fn into_item(self) -> T {
+        self.item
+    }
 }
 
 #[derive(Debug)]
@@ -814,13 +764,7 @@ where
         let (count, weight) = self.extent_of(place, now_ns);
         let lane = &mut self.places[place as usize];
 
-        let consumed = consume(BatchItems {
-            inputs: &mut lane.inputs,
-            left: count,
-            weight,
-            arrival_ns: 0,
-            hash: lane.hash,
-        });
+        let consumed = consume(Items::new(&mut lane.inputs, count, weight, lane.hash));
         self.longest.shrank(place, lane.inputs.len());
         lane.waiting_weight -= weight;
         if !lane.inputs.is_empty() {

@@ -7,6 +7,7 @@
 //! counts are not here: they are the core's.
 
 pub(crate) mod fifo;
+pub(crate) mod items;
 pub(crate) mod lane_index;
 pub(crate) mod lanes;
 pub(crate) mod longest;
