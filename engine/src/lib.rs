@@ -86,14 +86,15 @@
 //! ```
 //!
 //! The batch function implements [`BatchFn`]; a shard is named by a
-//! [`ShardId`] and its figures are a [`ShardStats`] (its distributions as a
+//! [`ShardId`] and its figures are a [`ShardStats`] (listed, each with its
+//! [`Kind`], in `ShardStats::FIGURES`; its distributions as a
 //! [`Summary`] each, computed from a [`Distribution`] of
 //! [`Distributions`]; see [`Stats`]); a setting that breaks
 //! its rule is a [`ConfigError`]; [`QueueConfig`] holds a shard's bounds as
 //! one value:
 //!
 //! ```
-//! use ferry::{BatchFn, ConfigError, QueueConfig, ShardId, ShardStats};
+//! use ferry::{BatchFn, ConfigError, Kind, QueueConfig, ShardId, ShardStats};
 //!
 //! fn is_batch_fn<B: BatchFn<u64, u32, u32, String>>(_: &B) {}
 //! let echo = |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) };
@@ -103,6 +104,7 @@
 //! assert_eq!((shard.index(), shard.to_string()), (1, "shard-1".to_string()));
 //! let figures = ShardStats { admitted: 1, ..ShardStats::default() };
 //! assert_eq!(figures.add(&figures).admitted, 2);
+//! assert!(ShardStats::FIGURES.contains(&("admitted", Kind::Counter)));
 //!
 //! let bounds = QueueConfig { max_batch_size: 0, ..QueueConfig::default() };
 //! let err: ConfigError = bounds.validate().unwrap_err();
@@ -158,8 +160,8 @@ pub use submit::{LocalSubmit, Submit};
 #[allow(deprecated)]
 pub use ferry_shard::LanesConfig;
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, Hold, Order, Outcome, QueueConfig, Rank, Refused, Runtime,
-    ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    BatchFn, ConfigError, FerryError, Hold, Kind, Order, Outcome, QueueConfig, Rank, Refused,
+    Runtime, ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.
