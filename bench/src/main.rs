@@ -728,6 +728,9 @@ impl Compared {
 }
 
 fn main() -> ExitCode {
+    if kafka_asked() {
+        return kafka_main();
+    }
     let args = Args::parse();
     if let Err(problem) = args.check() {
         eprintln!("ferry-load: {problem}");
@@ -747,6 +750,34 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether the command line asks for `--source kafka` (or is one of its
+/// members), which has a command line of its own.
+fn kafka_asked() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    args.iter().any(|arg| arg == "--source=kafka" || arg.starts_with("--kafka-member"))
+        || args.windows(2).any(|pair| pair[0] == "--source" && pair[1] == "kafka")
+}
+
+/// `--source kafka`: exit 1 if ferry's fenced verdict failed.
+#[cfg(feature = "kafka")]
+fn kafka_main() -> ExitCode {
+    use ferry_bench::kafka::cli::{self, KafkaArgs};
+    match cli::main(&KafkaArgs::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(problem) => {
+            eprintln!("ferry-load: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(not(feature = "kafka"))]
+fn kafka_main() -> ExitCode {
+    eprintln!("ferry-load: --source kafka needs the `kafka` feature: cargo build -p ferry-bench --release --features kafka");
+    ExitCode::from(2)
 }
 
 /// `--runtime`'s value.
