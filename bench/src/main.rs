@@ -756,8 +756,11 @@ fn main() -> ExitCode {
 /// members), which has a command line of its own.
 fn kafka_asked() -> bool {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    args.iter().any(|arg| arg == "--source=kafka" || arg.starts_with("--kafka-member"))
-        || args.windows(2).any(|pair| pair[0] == "--source" && pair[1] == "kafka")
+    args.iter()
+        .any(|arg| arg == "--source=kafka" || arg.starts_with("--kafka-member"))
+        || args
+            .windows(2)
+            .any(|pair| pair[0] == "--source" && pair[1] == "kafka")
 }
 
 /// `--source kafka`: exit 1 if ferry's fenced verdict failed.

@@ -19,7 +19,6 @@ use crate::store::Fence;
 
 use super::lines::Line;
 use super::member::MemberSettings;
-use super::System;
 
 /// How long members may take to drain, commit and exit once told to stop.
 const STOP_WITHIN: Duration = Duration::from_secs(60);
@@ -171,7 +170,10 @@ impl Members {
 
     /// Handles what members said, waiting up to `wait` for the first line.
     pub fn pump(&mut self, wait: Duration) -> Result<(), String> {
-        let mut next = self.said.recv_timeout(wait).map_err(|e| e == RecvTimeoutError::Timeout);
+        let mut next = self
+            .said
+            .recv_timeout(wait)
+            .map_err(|e| e == RecvTimeoutError::Timeout);
         while let Ok((index, said)) = next {
             self.handle(index, said)?;
             next = self.said.try_recv().map_err(|_| true);
@@ -191,7 +193,7 @@ impl Members {
             Some(Ok(Said::Member(Line::Progress { rebalances }))) => member.rebalances = rebalances,
             Some(Ok(Said::Member(Line::Lag(pairs)))) => member.lag = pairs,
             Some(Ok(Said::Peer(summary))) => member.peer = Some(summary),
-            Some(Ok(Said::Other(line))) => eprintln!("member {index}: {line}"),
+            Some(Ok(Said::Other(line))) => eprintln!("member {index}: {}", shortened(&line)),
         }
         Ok(())
     }
@@ -220,7 +222,10 @@ impl Members {
             .find(|(_, m)| !m.killed)
             .ok_or("no member to kill")?;
         member.killed = true;
-        member.process.kill().map_err(|err| format!("killing member {index}: {err}"))?;
+        member
+            .process
+            .kill()
+            .map_err(|err| format!("killing member {index}: {err}"))?;
         let _ = member.process.wait();
         self.kills += 1;
         self.spawn()?;
@@ -246,7 +251,9 @@ impl Members {
         }
         for (index, member) in self.members.iter_mut().enumerate() {
             if !member.killed && !member.done {
-                eprintln!("ferry-load: member {index} did not stop within {STOP_WITHIN:?}; killing it");
+                eprintln!(
+                    "ferry-load: member {index} did not stop within {STOP_WITHIN:?}; killing it"
+                );
                 let _ = member.process.kill();
             }
             let _ = member.process.wait();
@@ -259,9 +266,13 @@ impl Members {
         self.members.iter().filter(|m| m.ready).count()
     }
 
-    /// Rebalances every member reported, killed ones' up to their kill.
-    pub fn rebalances(&self) -> u64 {
-        self.members.iter().map(|m| m.rebalances).sum()
+    /// Rebalances every member reported, killed ones' up to their kill
+    /// (`None`: the Java peer does not report them).
+    pub fn rebalances(&self) -> Option<u64> {
+        match self.launch {
+            Launch::Ours { .. } => Some(self.members.iter().map(|m| m.rebalances).sum()),
+            Launch::Java { .. } => None,
+        }
     }
 
     /// Every member's lag together (the killed ones' are lost with them).
@@ -290,6 +301,15 @@ impl Drop for Members {
     }
 }
 
+/// A line of the Java peer's own output, cut to a readable length.
+fn shortened(line: &str) -> &str {
+    const SHOWN: usize = 200;
+    match line.char_indices().nth(SHOWN) {
+        Some((end, _)) => &line[..end],
+        None => line,
+    }
+}
+
 /// The command line of our member `index`.
 fn member_args(s: &MemberSettings, index: usize) -> Vec<String> {
     let mut args = vec![
@@ -308,9 +328,4 @@ fn member_args(s: &MemberSettings, index: usize) -> Vec<String> {
         args.push("--no-fence".to_owned());
     }
     args
-}
-
-/// Whether `system` runs as our own member process.
-pub fn is_ours(system: System) -> bool {
-    system != System::ParallelConsumer
 }

@@ -91,7 +91,12 @@ pub struct KafkaArgs {
     no_fence: bool,
 
     /// The systems, in order: ferry, partition-serial, parallel-consumer
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "ferry,partition-serial,parallel-consumer")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "ferry,partition-serial,parallel-consumer"
+    )]
     systems: Vec<System>,
 
     /// parallel-consumer's jar, run with `java -jar` (skipped without it)
@@ -99,7 +104,7 @@ pub struct KafkaArgs {
     parallel_consumer_jar: Option<PathBuf>,
 
     /// parallel-consumer's --max-concurrency
-    #[arg(long, value_name = "C", default_value_t = 64)]
+    #[arg(long, value_name = "C", default_value_t = 16)]
     parallel_consumer_max_concurrency: usize,
 
     /// The most one system may take; then it reports how far it got
@@ -153,13 +158,18 @@ pub fn main(args: &KafkaArgs) -> Result<bool, String> {
 impl KafkaArgs {
     fn check(&self) -> Result<(), String> {
         if self.source != "kafka" {
-            return Err(format!("--source {}: the only source is kafka", self.source));
+            return Err(format!(
+                "--source {}: the only source is kafka",
+                self.source
+            ));
         }
         if self.partitions < 1 || self.members < 1 || self.keys < 1 || self.records < 1 {
             return Err("--partitions, --members, --keys and --records must be at least 1".into());
         }
         if self.shards < 1 || self.parallel_consumer_max_concurrency < 1 {
-            return Err("--shards and --parallel-consumer-max-concurrency must be at least 1".into());
+            return Err(
+                "--shards and --parallel-consumer-max-concurrency must be at least 1".into(),
+            );
         }
         if self.keys > 1_000_000 {
             return Err("--keys: at most 1,000,000 (names are k and six digits)".into());
@@ -171,7 +181,9 @@ impl KafkaArgs {
     }
 
     fn bootstrap(&self) -> Result<String, String> {
-        self.kafka_bootstrap.clone().ok_or_else(|| NO_BROKER.to_owned())
+        self.kafka_bootstrap
+            .clone()
+            .ok_or_else(|| NO_BROKER.to_owned())
     }
 
     /// The PostgreSQL URL, and how to show it.
@@ -181,7 +193,9 @@ impl KafkaArgs {
         )?;
         match url.parse::<StoreAddress>() {
             Ok(address @ StoreAddress::Postgres(_)) => Ok((url, address.to_string())),
-            _ => Err(format!("--store {url}: --source kafka needs a postgres:// URL")),
+            _ => Err(format!(
+                "--store {url}: --source kafka needs a postgres:// URL"
+            )),
         }
     }
 
@@ -195,9 +209,10 @@ impl KafkaArgs {
 
     fn settings(&self) -> Result<Settings, String> {
         let (store, store_shown) = self.store()?;
-        let topic = self.topic.clone().unwrap_or_else(|| {
-            format!("ferry-load-{}", super::now_us() / 1_000_000)
-        });
+        let topic = self
+            .topic
+            .clone()
+            .unwrap_or_else(|| format!("ferry-load-{}", super::now_us() / 1_000_000));
         let mut systems = self.systems.clone();
         systems.dedup();
         Ok(Settings {

@@ -67,7 +67,10 @@ pub fn start(settings: &MemberSettings, tally: Arc<Tally>) -> Result<Box<dyn Run
                 OnFailure::Retry
             }
             other => {
-                eprintln!("ferry member: stopping {}: {other}", failed.record.partition());
+                eprintln!(
+                    "ferry member: stopping {}: {other}",
+                    failed.record.partition()
+                );
                 OnFailure::Stop
             }
         })
@@ -123,8 +126,7 @@ fn take_hook(
     })?;
     Ok(move |partitions: &[Partition]| {
         for partition in partitions {
-            let epoch =
-                runtime.block_on(writer.take(&partition.topic, partition.partition))?;
+            let epoch = runtime.block_on(writer.take(&partition.topic, partition.partition))?;
             let mut epochs = epochs.lock().unwrap_or_else(|e| e.into_inner());
             epochs.insert(partition.partition, epoch);
         }
@@ -139,7 +141,11 @@ fn start_engine(
     tally: Arc<Tally>,
 ) -> Result<Engine<String, Rec, (), WriteError>, String> {
     let config = super::pg_config(&settings.store)?;
-    let (prefix, fence, topic) = (settings.prefix.clone(), settings.fence, settings.topic.clone());
+    let (prefix, fence, topic) = (
+        settings.prefix.clone(),
+        settings.fence,
+        settings.topic.clone(),
+    );
     Engine::builder()
         .shards(settings.shards)
         .pin(false)

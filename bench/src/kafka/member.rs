@@ -101,7 +101,9 @@ pub fn serve(settings: &MemberSettings) -> Result<(), String> {
     let rebalances = running.rebalances();
     let closed = running.close();
     say(&Line::Progress { rebalances });
-    say(&Line::lag_of(&tally.lag.lock().unwrap_or_else(|e| e.into_inner())));
+    say(&Line::lag_of(
+        &tally.lag.lock().unwrap_or_else(|e| e.into_inner()),
+    ));
     closed
 }
 

@@ -77,12 +77,16 @@ impl FromStr for System {
     /// assert!("kafka-streams".parse::<System>().is_err());
     /// ```
     fn from_str(name: &str) -> Result<Self, String> {
-        [System::Ferry, System::PartitionSerial, System::ParallelConsumer]
-            .into_iter()
-            .find(|system| system.name() == name)
-            .ok_or_else(|| {
-                format!("`{name}` is not a Kafka system: ferry, partition-serial or parallel-consumer")
-            })
+        [
+            System::Ferry,
+            System::PartitionSerial,
+            System::ParallelConsumer,
+        ]
+        .into_iter()
+        .find(|system| system.name() == name)
+        .ok_or_else(|| {
+            format!("`{name}` is not a Kafka system: ferry, partition-serial or parallel-consumer")
+        })
     }
 }
 
@@ -110,7 +114,9 @@ impl FromStr for KillAt {
         match text.strip_suffix('%') {
             Some(percent) => match percent.parse::<f64>() {
                 Ok(p) if (0.0..100.0).contains(&p) => Ok(KillAt::Applied(p / 100.0)),
-                _ => Err(format!("`{text}`: a share of the records applied, 0% to 99%")),
+                _ => Err(format!(
+                    "`{text}`: a share of the records applied, 0% to 99%"
+                )),
             },
             None => parse_duration(text)
                 .map(KillAt::After)

@@ -50,8 +50,10 @@ pub fn create_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<(),
         .map_err(|err| format!("a Kafka admin client for {bootstrap}: {err}"))?;
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let results = futures::executor::block_on(admin.create_topics([&new], &options))
-        .map_err(|err| format!("creating topic {topic} at {bootstrap}: {err} (is the broker running?)"))?;
+    let results =
+        futures::executor::block_on(admin.create_topics([&new], &options)).map_err(|err| {
+            format!("creating topic {topic} at {bootstrap}: {err} (is the broker running?)")
+        })?;
     for result in results {
         result.map_err(|(topic, err)| {
             format!("creating topic {topic}: {err} (name a topic that does not exist with --topic)")
@@ -86,9 +88,9 @@ pub fn produce(
         send(&producer, topic, &key, &format!("{seq} {}", now_us()));
     }
     produced.total = records;
-    producer
-        .flush(FLUSH_WITHIN)
-        .map_err(|err| format!("producing to {topic}: not acknowledged within {FLUSH_WITHIN:?}: {err}"))?;
+    producer.flush(FLUSH_WITHIN).map_err(|err| {
+        format!("producing to {topic}: not acknowledged within {FLUSH_WITHIN:?}: {err}")
+    })?;
     producer.context().check(records)?;
     produced.took = started.elapsed();
     Ok(produced)

@@ -33,8 +33,9 @@ pub struct SystemReport {
     pub lag_p99_us: Option<u64>,
     /// Records the lag figures cover (a killed member's are lost with it).
     pub lag_records: u64,
-    /// Rebalance callbacks the members reported (assigned or revoked).
-    pub rebalances: u64,
+    /// Rebalance callbacks the members reported (assigned or revoked;
+    /// `None` for the Java peer, which does not report them).
+    pub rebalances: Option<u64>,
     /// Members killed.
     pub kills: u64,
     /// What the rows say.
@@ -78,7 +79,7 @@ impl SystemReport {
             lag_p50_us: None,
             lag_p99_us: None,
             lag_records: 0,
-            rebalances: 0,
+            rebalances: None,
             kills: 0,
             verdict: Verdict::default(),
         }
@@ -94,12 +95,20 @@ fn lag_figures(members: &Members) -> (Option<u64>, Option<u64>, u64) {
             peers.iter().map(f).fold(0.0, f64::max) as u64
         };
         let records = peers.iter().map(|p| p.records).sum();
-        return (Some(highest(|p| p.lag_p50_us)), Some(highest(|p| p.lag_p99_us)), records);
+        return (
+            Some(highest(|p| p.lag_p50_us)),
+            Some(highest(|p| p.lag_p99_us)),
+            records,
+        );
     }
     let lag = members.lag();
     match lag.len() {
         0 => (None, None, 0),
-        n => (Some(lag.value_at_quantile(0.5)), Some(lag.value_at_quantile(0.99)), n),
+        n => (
+            Some(lag.value_at_quantile(0.5)),
+            Some(lag.value_at_quantile(0.99)),
+            n,
+        ),
     }
 }
 
@@ -130,7 +139,11 @@ pub struct KafkaReport {
 
 impl KafkaReport {
     /// The run's report.
-    pub fn new(settings: &Settings, produced: &Produced, systems: Vec<SystemReport>) -> KafkaReport {
+    pub fn new(
+        settings: &Settings,
+        produced: &Produced,
+        systems: Vec<SystemReport>,
+    ) -> KafkaReport {
         KafkaReport {
             command: String::new(),
             topic: settings.topic.clone(),
@@ -148,14 +161,14 @@ impl KafkaReport {
     /// Whether ferry, fenced, applied every record exactly once in order.
     pub fn ferry_failed(&self) -> bool {
         self.fence
-            && self
-                .systems
-                .iter()
-                .any(|s| s.system == System::Ferry.name() && s.skipped.is_none() && !s.verdict.exact())
+            && self.systems.iter().any(|s| {
+                s.system == System::Ferry.name() && s.skipped.is_none() && !s.verdict.exact()
+            })
     }
 }
 
-/// The table.
+/// The table. A run stopped by its deadline shows no `lost`: what it
+/// had not applied yet is not lost, and its verdict says how far it got.
 ///
 /// ```
 /// let table = ferry_bench::kafka::report::table(&[]);
@@ -164,7 +177,16 @@ impl KafkaReport {
 pub fn table(systems: &[SystemReport]) -> String {
     let mut out = format!(
         "{:<18} {:>9} {:>11} {:>10} {:>10} {:>6} {:>5} {:>8} {:>8} {:>9}  verdict\n",
-        "system", "records/s", "elapsed", "lag p50", "lag p99", "rebal", "kills", "lost", "twice", "disorder"
+        "system",
+        "records/s",
+        "elapsed",
+        "lag p50",
+        "lag p99",
+        "rebal",
+        "kills",
+        "lost",
+        "twice",
+        "disorder"
     );
     for s in systems {
         if let Some(why) = &s.skipped {
@@ -175,7 +197,11 @@ pub fn table(systems: &[SystemReport]) -> String {
         let verdict = match (v.exact(), s.finished) {
             (true, _) => "exactly once, in order".to_owned(),
             (false, true) => format!("{} keys wrong", thousands(v.keys_wrong)),
-            (false, false) => format!("deadline: {} of {} applied", thousands(v.applied), thousands(v.produced)),
+            (false, false) => format!(
+                "deadline: {} of {} applied",
+                thousands(v.applied),
+                thousands(v.produced)
+            ),
         };
         out += &format!(
             "{:<18} {:>9} {:>10.1}s {:>10} {:>10} {:>6} {:>5} {:>8} {:>8} {:>9}  {verdict}\n",
@@ -184,9 +210,12 @@ pub fn table(systems: &[SystemReport]) -> String {
             s.elapsed_s,
             lag(s.lag_p50_us),
             lag(s.lag_p99_us),
-            s.rebalances,
+            s.rebalances.map_or("-".to_owned(), |n| n.to_string()),
             s.kills,
-            thousands(v.lost),
+            match s.finished {
+                true => thousands(v.lost),
+                false => "-".to_owned(),
+            },
             thousands(v.applied_twice),
             thousands(v.out_of_order),
         );

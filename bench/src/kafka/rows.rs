@@ -16,7 +16,8 @@
 //! gets its row (`applied = last_seq = disorder = owner_epoch = 0`,
 //! `last_offset = -1`), so that a write is always an update of a row it
 //! can lock ([`crate::kafka::write`]). This is the parent's side: set-up,
-//! the read-back, clean-up.
+//! the read-back. The tables stay after a run, for a look at the rows
+//! (the last system's); the next run makes them afresh.
 
 use std::collections::BTreeMap;
 
@@ -121,15 +122,6 @@ impl Rows {
                 Ok((key, read))
             })
             .collect()
-    }
-
-    /// Drops both tables.
-    pub fn remove(&self) -> Result<(), String> {
-        let p = &self.prefix;
-        let drop = format!("DROP TABLE IF EXISTS {p}_epochs; DROP TABLE IF EXISTS {p}_keys");
-        self.runtime
-            .block_on(self.client.batch_execute(&drop))
-            .map_err(|err| self.failed("drop the tables", &err))
     }
 
     fn failed(&self, what: &str, err: &tokio_postgres::Error) -> String {

@@ -85,7 +85,6 @@ pub fn run(settings: &Settings) -> Result<KafkaReport, String> {
     for &system in &settings.systems {
         systems.push(run_system(settings, system, &rows, &produced)?);
     }
-    rows.remove()?;
     Ok(KafkaReport::new(settings, &produced, systems))
 }
 
@@ -108,7 +107,9 @@ fn run_system(
     let (finished, elapsed) = watched?;
     stopped?;
     let verdict = Verdict::check(produced, &rows.read_back(&settings.topic)?);
-    Ok(SystemReport::new(system, &members, verdict, finished, elapsed))
+    Ok(SystemReport::new(
+        system, &members, verdict, finished, elapsed,
+    ))
 }
 
 /// Watches the rows until every record is applied or the deadline, with
@@ -183,6 +184,9 @@ fn launch(settings: &Settings, system: System) -> Result<Option<Launch>, String>
 fn skip_reason(settings: &Settings) -> String {
     match &settings.parallel_consumer_jar {
         None => "no --parallel-consumer-jar given".to_owned(),
-        Some(jar) => format!("{} is not a file (build the peer with Maven first)", jar.display()),
+        Some(jar) => format!(
+            "{} is not a file (build the peer with Maven first)",
+            jar.display()
+        ),
     }
 }

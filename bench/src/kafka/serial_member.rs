@@ -2,7 +2,11 @@
 //! rdkafka consumer polling on one thread and handing each record to its
 //! partition's own thread, which applies records one at a time — write
 //! the record's row (the same fenced statement as ferry's, with one
-//! record), commit its offset, take the next. A partition's thread takes
+//! record), mark its offset for commit, take the next. The client commits
+//! the marked offsets every second and when partitions are revoked, as
+//! ferry's consumer commits every second: a commit request per record
+//! queues up ahead of the group's heartbeats on the coordinator's
+//! connection, and members then drop out of the group. A partition's thread takes
 //! the partition at the store (its owner epoch raised) before its first
 //! write, and is stopped and joined when the partition is revoked.
 //!
@@ -16,9 +20,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::Message;
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::store::on_postgres::connect;
 
@@ -153,7 +157,8 @@ impl Job {
             let Ok((offset, key, value)) = records.recv_timeout(POLL_WAIT) else {
                 continue;
             };
-            let (seq, produced_us) = super::parse_value(value.as_deref()).unwrap_or_else(|why| die(&why));
+            let (seq, produced_us) =
+                super::parse_value(value.as_deref()).unwrap_or_else(|why| die(&why));
             let rec = Rec {
                 seq,
                 offset,
@@ -175,14 +180,24 @@ impl Job {
         Ok((writer, epoch))
     }
 
-    /// Writes one record's row and commits it; `false`: fenced, stop.
-    fn apply(&self, runtime: &tokio::runtime::Runtime, writer: &Writer, key: &str, rec: Rec) -> bool {
+    /// Writes one record's row and marks it for commit; `false`: fenced,
+    /// stop.
+    fn apply(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        writer: &Writer,
+        key: &str,
+        rec: Rec,
+    ) -> bool {
         let topic = &self.settings.topic;
         loop {
             match runtime.block_on(writer.apply(topic, &[(key, &[rec])])) {
                 Ok(outcomes) if outcomes == [Outcome::Applied] => break,
                 Ok(_) => {
-                    eprintln!("partition-serial: {topic}/{} is fenced: a newer owner holds it", self.partition);
+                    eprintln!(
+                        "partition-serial: {topic}/{} is fenced: a newer owner holds it",
+                        self.partition
+                    );
                     return false;
                 }
                 Err(why) if self.stop.load(Ordering::Relaxed) => {
@@ -196,18 +211,14 @@ impl Job {
             }
         }
         self.tally.answered(&[rec]);
-        self.commit(rec.offset);
+        self.mark(rec.offset);
         true
     }
 
-    fn commit(&self, offset: i64) {
-        let Some(client) = self.client.upgrade() else {
-            return;
-        };
-        let mut list = TopicPartitionList::new();
-        let next = Offset::Offset(offset + 1);
-        if list.add_partition_offset(&self.settings.topic, self.partition, next).is_ok() {
-            let _ = client.commit(&list, CommitMode::Async);
+    /// Marks `offset` applied: the next commit moves past it.
+    fn mark(&self, offset: i64) {
+        if let Some(client) = self.client.upgrade() {
+            let _ = client.store_offset(&self.settings.topic, self.partition, offset);
         }
     }
 }
@@ -253,7 +264,9 @@ pub fn start(settings: &MemberSettings, tally: Arc<Tally>) -> Result<Box<dyn Run
         super::produce::client_config(&settings.bootstrap)
             .set("group.id", &settings.group)
             .set("auto.offset.reset", "earliest")
-            .set("enable.auto.commit", "false")
+            .set("enable.auto.commit", "true")
+            .set("auto.commit.interval.ms", "1000")
+            .set("enable.auto.offset.store", "false")
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("session.timeout.ms", "6000")
             .set("heartbeat.interval.ms", "1500")
@@ -284,10 +297,17 @@ fn poll(client: &Arc<Client>, stop: &AtomicBool) -> Result<(), String> {
             let handed = (
                 message.offset(),
                 String::from_utf8_lossy(message.key().unwrap_or_default()).into_owned(),
-                message.payload_view::<str>().and_then(Result::ok).map(str::to_owned),
+                message
+                    .payload_view::<str>()
+                    .and_then(Result::ok)
+                    .map(str::to_owned),
             );
             let partition = message.partition();
-            if client.context().hand(partition, handed).is_some_and(|n| n >= PAUSE_AT) {
+            if client
+                .context()
+                .hand(partition, handed)
+                .is_some_and(|n| n >= PAUSE_AT)
+            {
                 let _ = client.pause(&one(client, partition));
                 paused.insert(partition);
             }

@@ -96,7 +96,9 @@ impl Writer {
         topic: &str,
         batches: &[(&str, &[Rec])],
     ) -> Result<Vec<Outcome>, String> {
-        let records = batches.iter().flat_map(|(key, recs)| recs.iter().map(move |r| (*key, r)));
+        let records = batches
+            .iter()
+            .flat_map(|(key, recs)| recs.iter().map(move |r| (*key, r)));
         let (mut keys, mut epochs, mut seqs, mut offsets) = (vec![], vec![], vec![], vec![]);
         for (key, rec) in records {
             keys.push(key);
@@ -107,7 +109,10 @@ impl Writer {
         let fence = self.fence == Fence::On;
         let rows = self
             .client
-            .query(&self.apply, &[&topic, &keys, &epochs, &seqs, &offsets, &fence])
+            .query(
+                &self.apply,
+                &[&topic, &keys, &epochs, &seqs, &offsets, &fence],
+            )
             .await
             .map_err(|err| format!("writing: {}", said(&err)))?;
         let mut owners = std::collections::HashMap::with_capacity(rows.len());
