@@ -270,7 +270,7 @@ pub fn start(settings: &MemberSettings, tally: Arc<Tally>) -> Result<Box<dyn Run
             .set("partition.assignment.strategy", "cooperative-sticky")
             .set("session.timeout.ms", "6000")
             .set("heartbeat.interval.ms", "1500")
-            .set("client.id", &format!("partition-serial-{}", settings.index))
+            .set("client.id", format!("partition-serial-{}", settings.index))
             .create_with_context(context)
             .map_err(|err| format!("the consumer did not start: {err}"))?,
     );
