@@ -88,6 +88,7 @@ struct Member {
     ready: bool,
     done: bool,
     rebalances: u64,
+    partitions: usize,
     lag: Vec<(u64, u64)>,
     peer: Option<PeerSummary>,
 }
@@ -100,6 +101,8 @@ pub struct Members {
     send: Sender<child_lines::Said<Said>>,
     /// Members killed.
     pub kills: u64,
+    /// The share of the records applied when the member was killed.
+    pub killed_at: Option<f64>,
 }
 
 impl Members {
@@ -112,6 +115,7 @@ impl Members {
             said,
             send,
             kills: 0,
+            killed_at: None,
         };
         for _ in 0..count {
             members.spawn()?;
@@ -139,6 +143,7 @@ impl Members {
             ready: false,
             done: false,
             rebalances: 0,
+            partitions: 0,
             lag: Vec::new(),
             peer: None,
         });
@@ -190,7 +195,10 @@ impl Members {
                 return Err(format!("member {index} failed: {why}"))
             }
             Some(Ok(Said::Member(Line::Ready))) => member.ready = true,
-            Some(Ok(Said::Member(Line::Progress { rebalances }))) => member.rebalances = rebalances,
+            Some(Ok(Said::Member(Line::Progress {
+                rebalances,
+                partitions,
+            }))) => (member.rebalances, member.partitions) = (rebalances, partitions),
             Some(Ok(Said::Member(Line::Lag(pairs)))) => member.lag = pairs,
             Some(Ok(Said::Peer(summary))) => member.peer = Some(summary),
             Some(Ok(Said::Other(line))) => eprintln!("member {index}: {}", shortened(&line)),
@@ -212,14 +220,17 @@ impl Members {
         Ok(())
     }
 
-    /// Kills the first member still running (`SIGKILL`) and starts a new
-    /// one in its place.
+    /// Kills the member still running that last said it holds the most
+    /// partitions (the first of equals; the Java peer's say nothing, so its
+    /// first) with `SIGKILL`, and starts a new one in its place.
     pub fn kill_one(&mut self) -> Result<usize, String> {
         let (index, member) = self
             .members
             .iter_mut()
             .enumerate()
-            .find(|(_, m)| !m.killed)
+            .filter(|(_, m)| !m.killed)
+            .rev()
+            .max_by_key(|(_, m)| m.partitions)
             .ok_or("no member to kill")?;
         member.killed = true;
         member

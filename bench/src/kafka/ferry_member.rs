@@ -87,6 +87,10 @@ impl Running for Member {
         progress.assigned + progress.revoked
     }
 
+    fn partitions(&self) -> usize {
+        self.0.progress().partitions.len()
+    }
+
     fn close(self: Box<Self>) -> Result<(), String> {
         self.0.close().map_err(|err| err.to_string())
     }

@@ -2,7 +2,8 @@
 //! (the parent closes the member's stdin to stop it):
 //!
 //! - `ready`: consuming;
-//! - `progress rebalances=N`: rebalances this member saw so far;
+//! - `progress rebalances=N partitions=P`: rebalances this member saw so
+//!   far, and the partitions it holds now;
 //! - `lag V:C,V:C,…` (or `lag -`): at the end, its lag histogram as
 //!   (microseconds, count) pairs;
 //! - `failed WHY`: it cannot go on.
@@ -17,10 +18,12 @@ use hdrhistogram::Histogram;
 pub enum Line {
     /// Consuming.
     Ready,
-    /// Rebalances seen so far.
+    /// Rebalances seen so far, partitions held now.
     Progress {
         /// Rebalance callbacks that assigned or revoked partitions.
         rebalances: u64,
+        /// Partitions assigned to the member now.
+        partitions: usize,
     },
     /// The lag of each record it applied, microseconds: (value, count).
     Lag(Vec<(u64, u64)>),
@@ -51,7 +54,13 @@ impl fmt::Display for Line {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Line::Ready => f.write_str("ready"),
-            Line::Progress { rebalances } => write!(f, "progress rebalances={rebalances}"),
+            Line::Progress {
+                rebalances,
+                partitions,
+            } => write!(
+                f,
+                "progress rebalances={rebalances} partitions={partitions}"
+            ),
             Line::Lag(pairs) if pairs.is_empty() => f.write_str("lag -"),
             Line::Lag(pairs) => {
                 let each: Vec<String> = pairs.iter().map(|(v, c)| format!("{v}:{c}")).collect();
@@ -70,6 +79,8 @@ impl FromStr for Line {
     ///
     /// let line = Line::Lag(vec![(120, 3), (4_000, 1)]);
     /// assert_eq!(line.to_string().parse::<Line>(), Ok(line));
+    /// let progress = Line::Progress { rebalances: 3, partitions: 4 };
+    /// assert_eq!(progress.to_string().parse::<Line>(), Ok(progress));
     /// assert!("progress".parse::<Line>().is_err());
     /// ```
     fn from_str(line: &str) -> Result<Self, String> {
@@ -79,11 +90,19 @@ impl FromStr for Line {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["ready"] => Ok(Line::Ready),
-            ["progress", field] => field
-                .strip_prefix("rebalances=")
-                .and_then(|n| n.parse().ok())
-                .map(|rebalances| Line::Progress { rebalances })
-                .ok_or_else(|| format!("not a progress line: `{line}`")),
+            ["progress", rebalances, partitions] => {
+                let field = |word: &str, name: &str| word.strip_prefix(name)?.parse().ok();
+                match (
+                    field(rebalances, "rebalances="),
+                    field(partitions, "partitions="),
+                ) {
+                    (Some(rebalances), Some(partitions)) => Ok(Line::Progress {
+                        rebalances,
+                        partitions: partitions as usize,
+                    }),
+                    _ => Err(format!("not a progress line: `{line}`")),
+                }
+            }
             ["lag", "-"] => Ok(Line::Lag(Vec::new())),
             ["lag", pairs] => pairs
                 .split(',')

@@ -2,7 +2,8 @@
 //! consumer of the group, ferry's ([`super::ferry_member`]) or the
 //! partition-serial one ([`super::serial_member`]), told to stop by its
 //! stdin closing. It says `ready`, then every half second how many
-//! rebalances it saw, and at the end its lag histogram
+//! rebalances it saw and the partitions it holds, and at the end its lag
+//! histogram
 //! ([`super::lines`]).
 
 use std::io::{BufRead, Write};
@@ -19,7 +20,7 @@ use super::write::Rec;
 use super::{now_us, System};
 
 /// How often a member reports its rebalances.
-const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 
 /// What a member runs with.
 #[derive(Clone, Debug)]
@@ -79,6 +80,9 @@ pub trait Running {
     /// partitions).
     fn rebalances(&self) -> u64;
 
+    /// Partitions assigned to it now.
+    fn partitions(&self) -> usize;
+
     /// Stops it: drains, commits, leaves the group.
     fn close(self: Box<Self>) -> Result<(), String>;
 }
@@ -95,16 +99,22 @@ pub fn serve(settings: &MemberSettings) -> Result<(), String> {
     say(&Line::Ready);
     let stdin_closed = watch_stdin();
     while stdin_closed.recv_timeout(PROGRESS_EVERY).is_err() {
-        let rebalances = running.rebalances();
-        say(&Line::Progress { rebalances });
+        say(&progress(running.as_ref()));
     }
-    let rebalances = running.rebalances();
+    let last = progress(running.as_ref());
     let closed = running.close();
-    say(&Line::Progress { rebalances });
+    say(&last);
     say(&Line::lag_of(
         &tally.lag.lock().unwrap_or_else(|e| e.into_inner()),
     ));
     closed
+}
+
+fn progress(running: &dyn Running) -> Line {
+    Line::Progress {
+        rebalances: running.rebalances(),
+        partitions: running.partitions(),
+    }
 }
 
 /// A channel that gets a message when stdin reaches its end.

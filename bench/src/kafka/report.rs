@@ -38,6 +38,8 @@ pub struct SystemReport {
     pub rebalances: Option<u64>,
     /// Members killed.
     pub kills: u64,
+    /// The share of the records applied (0 to 1) when one was killed.
+    pub killed_at_applied: Option<f64>,
     /// What the rows say.
     pub verdict: Verdict,
 }
@@ -64,6 +66,7 @@ impl SystemReport {
             lag_records,
             rebalances: members.rebalances(),
             kills: members.kills,
+            killed_at_applied: members.killed_at,
             verdict,
         }
     }
@@ -81,6 +84,7 @@ impl SystemReport {
             lag_records: 0,
             rebalances: None,
             kills: 0,
+            killed_at_applied: None,
             verdict: Verdict::default(),
         }
     }

@@ -19,7 +19,7 @@ use super::verdict::{self, Verdict};
 use super::{now_us, KillAt, System};
 
 /// How often the rows are read while a system runs.
-const WATCH_EVERY: Duration = Duration::from_millis(250);
+const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// A whole run.
 #[derive(Clone, Debug)]
@@ -140,6 +140,7 @@ fn watch(
         };
         if due {
             let killed = members.kill_one()?;
+            members.killed_at = Some(applied);
             eprintln!(
                 "ferry-load: killed member {killed} at {elapsed:.1?} ({:.0}% applied), started another",
                 applied * 100.0

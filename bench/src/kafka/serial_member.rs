@@ -51,6 +51,8 @@ struct Serial {
     workers: Mutex<HashMap<i32, Worker>>,
     client: OnceLock<Weak<Client>>,
     rebalances: Arc<AtomicU64>,
+    /// Partitions with a thread now.
+    held: Arc<AtomicUsize>,
 }
 
 /// One partition's thread.
@@ -102,12 +104,20 @@ impl Serial {
             stop,
             thread,
         };
-        self.lock_workers().insert(partition, worker);
+        let mut workers = self.lock_workers();
+        workers.insert(partition, worker);
+        self.held.store(workers.len(), Ordering::Relaxed);
     }
 
     /// Stops a partition's thread after its current record, and waits.
     fn stop_worker(&self, partition: i32) {
-        let Some(worker) = self.lock_workers().remove(&partition) else {
+        let removed = {
+            let mut workers = self.lock_workers();
+            let removed = workers.remove(&partition);
+            self.held.store(workers.len(), Ordering::Relaxed);
+            removed
+        };
+        let Some(worker) = removed else {
             return;
         };
         worker.stop.store(true, Ordering::Relaxed);
@@ -235,11 +245,16 @@ struct Member {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<Result<(), String>>,
     rebalances: Arc<AtomicU64>,
+    held: Arc<AtomicUsize>,
 }
 
 impl Running for Member {
     fn rebalances(&self) -> u64 {
         self.rebalances.load(Ordering::Relaxed)
+    }
+
+    fn partitions(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     fn close(self: Box<Self>) -> Result<(), String> {
@@ -253,12 +268,14 @@ impl Running for Member {
 /// Joins the group and starts polling.
 pub fn start(settings: &MemberSettings, tally: Arc<Tally>) -> Result<Box<dyn Running>, String> {
     let rebalances = Arc::new(AtomicU64::new(0));
+    let held = Arc::new(AtomicUsize::new(0));
     let context = Serial {
         settings: settings.clone(),
         tally,
         workers: Mutex::default(),
         client: OnceLock::new(),
         rebalances: Arc::clone(&rebalances),
+        held: Arc::clone(&held),
     };
     let client: Arc<Client> = Arc::new(
         super::produce::client_config(&settings.bootstrap)
@@ -285,6 +302,7 @@ pub fn start(settings: &MemberSettings, tally: Arc<Tally>) -> Result<Box<dyn Run
         stop,
         thread,
         rebalances,
+        held,
     }))
 }
 

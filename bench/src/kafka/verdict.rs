@@ -21,7 +21,8 @@ pub struct Verdict {
     pub produced: u64,
     /// Records applied, duplicates included.
     pub applied: u64,
-    /// Records produced and not applied.
+    /// Records produced and not applied (of a run stopped by its
+    /// deadline: not reached, or lost).
     pub lost: u64,
     /// Records applied beyond what was produced.
     pub applied_twice: u64,
