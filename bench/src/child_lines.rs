@@ -17,11 +17,12 @@ pub type Said<T> = (usize, Option<Result<T, String>>);
 /// ```
 /// use std::process::{Command, Stdio};
 /// use std::sync::mpsc;
+/// use ferry_bench::handover::protocol::Report;
 ///
-/// let mut child = Command::new("echo").arg("7").stdout(Stdio::piped()).spawn().unwrap();
+/// let mut child = Command::new("echo").arg("ready").stdout(Stdio::piped()).spawn().unwrap();
 /// let (send, said) = mpsc::channel();
-/// ferry_bench::child_lines::forward::<u32>(0, child.stdout.take().unwrap(), send);
-/// assert_eq!(said.recv().unwrap(), (0, Some(Ok(7))));
+/// ferry_bench::child_lines::forward::<Report>(0, child.stdout.take().unwrap(), send);
+/// assert_eq!(said.recv().unwrap(), (0, Some(Ok(Report::Ready))));
 /// assert_eq!(said.recv().unwrap(), (0, None));
 /// child.wait().unwrap();
 /// ```

@@ -51,7 +51,7 @@ pub struct KafkaArgs {
     #[arg(long, value_name = "postgres://…")]
     store: Option<String>,
 
-    /// The topic to make and fill (it must not exist) [default: ferry-load-<unix time>]
+    /// The topic to make and fill (it must not exist) [default: ferry-load-UNIX_SECONDS]
     #[arg(long, value_name = "NAME")]
     topic: Option<String>,
 

@@ -7,14 +7,14 @@
 //!   key's sequence number and its produce time;
 //! - [`rows`]: the tables every system writes (an owner epoch per
 //!   partition, per key what was applied), made afresh per system;
-//! - [`write`]: a member's writes: a partition taken, records applied with
+//! - [`write`](mod@write): a member's writes: a partition taken, records applied with
 //!   the fence (offset and epoch conditions) or without it (the control);
 //! - [`member`]: a member process, [`ferry_member`] (`ferry::kafka` and
 //!   an engine with trips) or [`serial_member`] (one record at a time per
 //!   partition); [`lines`]: what it reports;
 //! - [`children`]: the member processes as the parent holds them, and the
 //!   Java parallel-consumer peer's;
-//! - [`run`]: one system's run, from the members' start to the verdict;
+//! - [`run`](mod@run): one system's run, from the members' start to the verdict;
 //! - [`verdict`]: lost, applied twice, out of order, key by key;
 //! - [`report`]: the table and the JSON; [`cli`]: the command line.
 

@@ -15,7 +15,7 @@
 //! Before each system the tables are made afresh and every key produced
 //! gets its row (`applied = last_seq = disorder = owner_epoch = 0`,
 //! `last_offset = -1`), so that a write is always an update of a row it
-//! can lock ([`crate::kafka::write`]). This is the parent's side: set-up,
+//! can lock ([`crate::kafka::write`](mod@crate::kafka::write)). This is the parent's side: set-up,
 //! the read-back. The tables stay after a run, for a look at the rows
 //! (the last system's); the next run makes them afresh.
 
