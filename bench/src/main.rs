@@ -45,6 +45,11 @@ use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 /// unconditional append on the store, the same two round trips as a keyed
 /// batch, and never conflicts.
 ///
+/// --source kafka (built with the feature `kafka`) is another mode with a
+/// command line of its own: a Kafka topic consumed into PostgreSQL by a
+/// consumer group, one member killed mid-run (`ferry-load --source kafka
+/// --help`).
+///
 /// Durations are a number and a unit: 500us, 2ms, 1.5s (or 0).
 #[derive(Debug, Parser)]
 #[command(name = "ferry-load", version, max_term_width = 100)]

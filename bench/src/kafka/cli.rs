@@ -208,6 +208,7 @@ impl KafkaArgs {
     }
 
     fn settings(&self) -> Result<Settings, String> {
+        let bootstrap = self.bootstrap()?;
         let (store, store_shown) = self.store()?;
         let topic = self
             .topic
@@ -216,7 +217,7 @@ impl KafkaArgs {
         let mut systems = self.systems.clone();
         systems.dedup();
         Ok(Settings {
-            bootstrap: self.bootstrap()?,
+            bootstrap,
             store,
             store_shown,
             topic,
