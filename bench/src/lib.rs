@@ -15,6 +15,10 @@
 //! - [`handover`]: keys moving between owners in separate processes
 //!   against a real store, fenced by an owner epoch, and the read-back that
 //!   checks nothing was lost or applied twice;
+//! - `kafka` (feature `kafka`): `--source kafka`, a keyed topic consumed
+//!   into PostgreSQL by a consumer group of member processes, ferry's and
+//!   a partition-serial one, a member killed mid-run, the rows read back;
+//! - [`child_lines`]: the lines child processes report on;
 //! - [`faults`]: `--fault`, a real store restarted, its connections ended
 //!   or its traffic stalled during each run, through a loopback proxy of
 //!   the tool's own;
@@ -71,12 +75,15 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod child_lines;
 pub mod cpu;
 pub mod dist;
 pub mod duration;
 pub mod event_time;
 pub mod faults;
 pub mod handover;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod load;
 pub mod overload;
 pub mod plot;

@@ -45,6 +45,11 @@ use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 /// unconditional append on the store, the same two round trips as a keyed
 /// batch, and never conflicts.
 ///
+/// --source kafka (built with the feature `kafka`) is another mode with a
+/// command line of its own: a Kafka topic consumed into PostgreSQL by a
+/// consumer group, one member killed mid-run (`ferry-load --source kafka
+/// --help`).
+///
 /// Durations are a number and a unit: 500us, 2ms, 1.5s (or 0).
 #[derive(Debug, Parser)]
 #[command(name = "ferry-load", version, max_term_width = 100)]
@@ -733,6 +738,9 @@ impl Compared {
 }
 
 fn main() -> ExitCode {
+    if kafka_asked() {
+        return kafka_main();
+    }
     let args = Args::parse();
     if let Err(problem) = args.check() {
         eprintln!("ferry-load: {problem}");
@@ -752,6 +760,37 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether the command line asks for `--source kafka` (or is one of its
+/// members), which has a command line of its own.
+fn kafka_asked() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    args.iter()
+        .any(|arg| arg == "--source=kafka" || arg.starts_with("--kafka-member"))
+        || args
+            .windows(2)
+            .any(|pair| pair[0] == "--source" && pair[1] == "kafka")
+}
+
+/// `--source kafka`: exit 1 if ferry's fenced verdict failed.
+#[cfg(feature = "kafka")]
+fn kafka_main() -> ExitCode {
+    use ferry_bench::kafka::cli::{self, KafkaArgs};
+    match cli::main(&KafkaArgs::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(problem) => {
+            eprintln!("ferry-load: {problem}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(not(feature = "kafka"))]
+fn kafka_main() -> ExitCode {
+    eprintln!("ferry-load: --source kafka needs the `kafka` feature: cargo build -p ferry-bench --release --features kafka");
+    ExitCode::from(2)
 }
 
 /// `--runtime`'s value.

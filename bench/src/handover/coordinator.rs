@@ -11,12 +11,13 @@
 //! recipe). One move finishes (its revoke reported) before the next begins.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use crate::child_lines::{self, Said};
 use crate::store::StoreAddress;
 
 use super::batch::BatchCounts;
@@ -340,7 +341,7 @@ impl Coordinator {
 struct Owners {
     children: Vec<Child>,
     stdins: Vec<Option<ChildStdin>>,
-    reports: Receiver<(usize, Option<Result<Report, String>>)>,
+    reports: Receiver<Said<Report>>,
 }
 
 impl Owners {
@@ -368,7 +369,7 @@ impl Owners {
             let stdout = child.stdout.take().ok_or("an owner without stdout")?;
             owners.stdins.push(child.stdin.take());
             owners.children.push(child);
-            forward_reports(index, stdout, send.clone());
+            child_lines::forward(index, stdout, send.clone());
         }
         Ok(owners)
     }
@@ -430,23 +431,4 @@ fn store_url(address: &StoreAddress) -> &str {
         StoreAddress::Postgres(url) | StoreAddress::Redis(url) => url,
         StoreAddress::Sim => "sim",
     }
-}
-
-/// Reads owner `index`'s lines on a thread of their own; `None` at the end.
-fn forward_reports(
-    index: usize,
-    stdout: std::process::ChildStdout,
-    send: Sender<(usize, Option<Result<Report, String>>)>,
-) {
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let report = line
-                .map_err(|err| err.to_string())
-                .and_then(|line| line.parse());
-            if send.send((index, Some(report))).is_err() {
-                return;
-            }
-        }
-        let _ = send.send((index, None));
-    });
 }

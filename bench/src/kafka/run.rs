@@ -1,0 +1,193 @@
+//! A Kafka run: the topic filled once, then each system in turn, each with
+//! its own consumer group and fresh rows: its members started, one killed
+//! and replaced when `kill_at` comes, the rows watched until every
+//! produced record is applied (or the deadline), the members stopped, the
+//! rows read back and judged.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::dist::{KeyDist, KeySampler};
+use crate::store::Fence;
+
+use super::children::{Launch, Members};
+use super::member::MemberSettings;
+use super::produce::{self, Produced};
+use super::report::{KafkaReport, SystemReport};
+use super::rows::Rows;
+use super::verdict::{self, Verdict};
+use super::{now_us, KillAt, System};
+
+/// How often the rows are read while a system runs.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// A whole run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The brokers, `host:port`.
+    pub bootstrap: String,
+    /// The PostgreSQL URL.
+    pub store: String,
+    /// The store as shown (password hidden).
+    pub store_shown: String,
+    /// The topic made and filled.
+    pub topic: String,
+    /// Its partitions.
+    pub partitions: i32,
+    /// Records produced.
+    pub records: u64,
+    /// Keys.
+    pub keys: u64,
+    /// How keys are drawn.
+    pub dist: KeyDist,
+    /// The producer's seed.
+    pub seed: u64,
+    /// Members per system.
+    pub members: usize,
+    /// When one member is killed and replaced, if at all.
+    pub kill_at: Option<KillAt>,
+    /// Whether writes are fenced.
+    pub fence: Fence,
+    /// The systems, in order.
+    pub systems: Vec<System>,
+    /// The parallel-consumer peer's jar.
+    pub parallel_consumer_jar: Option<PathBuf>,
+    /// Its `--max-concurrency`.
+    pub max_concurrency: usize,
+    /// The most one system may take.
+    pub duration_limit: Duration,
+    /// The tables' prefix.
+    pub prefix: String,
+    /// ferry's shards per member.
+    pub shards: usize,
+    /// This program, run as each member.
+    pub program: PathBuf,
+}
+
+/// Makes and fills the topic, then runs each system.
+pub fn run(settings: &Settings) -> Result<KafkaReport, String> {
+    let rows = Rows::open(&settings.store, &settings.store_shown, &settings.prefix)?;
+    let sampler = KeySampler::new(settings.dist, settings.keys)?;
+    produce::create_topic(&settings.bootstrap, &settings.topic, settings.partitions)?;
+    eprintln!(
+        "ferry-load: producing {} records over {} keys ({}) to {} ({} partitions)",
+        settings.records, settings.keys, settings.dist, settings.topic, settings.partitions
+    );
+    let produced = produce::produce(
+        &settings.bootstrap,
+        &settings.topic,
+        settings.records,
+        &sampler,
+        settings.seed,
+    )?;
+    eprintln!("ferry-load: produced in {:.1?}", produced.took);
+    let mut systems = Vec::new();
+    for &system in &settings.systems {
+        systems.push(run_system(settings, system, &rows, &produced)?);
+    }
+    Ok(KafkaReport::new(settings, &produced, systems))
+}
+
+/// One system, from fresh rows to its verdict.
+fn run_system(
+    settings: &Settings,
+    system: System,
+    rows: &Rows,
+    produced: &Produced,
+) -> Result<SystemReport, String> {
+    let Some(launch) = launch(settings, system)? else {
+        return Ok(SystemReport::skipped(system, skip_reason(settings)));
+    };
+    rows.reset(&settings.topic, produced)?;
+    eprintln!("ferry-load: {system}: {} members", settings.members);
+    let started = Instant::now();
+    let mut members = Members::start(launch, settings.members)?;
+    let watched = watch(settings, rows, produced, &mut members, started);
+    let stopped = members.stop();
+    let (finished, elapsed) = watched?;
+    stopped?;
+    let verdict = Verdict::check(produced, &rows.read_back(&settings.topic)?);
+    Ok(SystemReport::new(
+        system, &members, verdict, finished, elapsed,
+    ))
+}
+
+/// Watches the rows until every record is applied or the deadline, with
+/// the kill on the way; answers whether it finished, and when.
+fn watch(
+    settings: &Settings,
+    rows: &Rows,
+    produced: &Produced,
+    members: &mut Members,
+    started: Instant,
+) -> Result<(bool, Duration), String> {
+    let mut kill_at = settings.kill_at;
+    loop {
+        members.pump(WATCH_EVERY)?;
+        let read = rows.read_back(&settings.topic)?;
+        let elapsed = started.elapsed();
+        if verdict::complete(produced, &read) {
+            return Ok((true, elapsed));
+        }
+        if elapsed >= settings.duration_limit {
+            return Ok((false, elapsed));
+        }
+        let applied = verdict::applied(&read) as f64 / produced.total.max(1) as f64;
+        let due = match kill_at {
+            Some(KillAt::After(after)) => elapsed >= after,
+            Some(KillAt::Applied(share)) => applied >= share,
+            None => false,
+        };
+        if due {
+            let killed = members.kill_one()?;
+            members.killed_at = Some(applied);
+            eprintln!(
+                "ferry-load: killed member {killed} at {elapsed:.1?} ({:.0}% applied), started another",
+                applied * 100.0
+            );
+            kill_at = None;
+        }
+    }
+}
+
+/// How to start `system`'s members; `None`: it is skipped.
+fn launch(settings: &Settings, system: System) -> Result<Option<Launch>, String> {
+    let member = MemberSettings {
+        index: 0,
+        system,
+        bootstrap: settings.bootstrap.clone(),
+        store: settings.store.clone(),
+        topic: settings.topic.clone(),
+        group: format!("{}-{system}-{}", settings.prefix, now_us()),
+        prefix: settings.prefix.clone(),
+        fence: settings.fence,
+        shards: settings.shards,
+        start_us: now_us(),
+    };
+    if system != System::ParallelConsumer {
+        return Ok(Some(Launch::Ours {
+            program: settings.program.clone(),
+            settings: member,
+        }));
+    }
+    Ok(settings
+        .parallel_consumer_jar
+        .as_ref()
+        .filter(|jar| jar.is_file())
+        .map(|jar| Launch::Java {
+            jar: jar.clone(),
+            max_concurrency: settings.max_concurrency,
+            settings: member,
+        }))
+}
+
+/// Why parallel-consumer is skipped.
+fn skip_reason(settings: &Settings) -> String {
+    match &settings.parallel_consumer_jar {
+        None => "no --parallel-consumer-jar given".to_owned(),
+        Some(jar) => format!(
+            "{} is not a file (build the peer with Maven first)",
+            jar.display()
+        ),
+    }
+}
