@@ -63,8 +63,8 @@ struct Args {
     #[arg(long, value_name = "keyed|unkeyed", default_value = "keyed")]
     mode: Keying,
 
-    /// Ferry (or batcher) shards [default: the CPUs this process may use;
-    /// with --handover, 2 per owner]
+    /// Ferry (or batcher) shards [default: the engine's, half the CPUs this
+    /// process may use; with --handover, 2 per owner]
     ///
     /// Threads, each pinned to one CPU of this process's affinity set (as
     /// taskset or a container's cpuset gives it) when that set has enough
@@ -651,8 +651,7 @@ impl Args {
         if !self.sweep_shards.is_empty() {
             return self.sweep_shards.clone();
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        vec![self.shards.unwrap_or(cpus)]
+        vec![self.shards.unwrap_or_else(ferry::default_shards)]
     }
 
     fn describe(&self) -> String {

@@ -243,7 +243,8 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// Number of shards (threads), at least 1. Default: the CPUs this
+    /// Number of shards (threads), at least 1. Default:
+    /// [`default_shards`](crate::default_shards), half the CPUs this
     /// process may use. More shards than usable CPUs needs `pin(false)`.
     ///
     /// ```
@@ -736,7 +737,7 @@ where
             ));
         }
         let usable = usable_cpus();
-        let shards = self.shards.unwrap_or(usable.len().max(1));
+        let shards = self.shards.unwrap_or_else(crate::default_shards);
         if shards == 0 {
             return Err(ConfigError::new("shards", "must be at least 1", 0));
         }
@@ -818,7 +819,7 @@ fn check_cpus(
         .collect();
     // The count was not asked for: say where it came from.
     let default_count = if default_shards {
-        format!("; {shards} shards is the default, one per usable CPU, which `shards(n)` changes")
+        format!("; {shards} shards is the default, half the usable CPUs, which `shards(n)` changes")
     } else {
         String::new()
     };

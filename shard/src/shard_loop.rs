@@ -66,7 +66,9 @@ use crate::core::{Ended, FlushReply, ShardCore, Waiter};
 use crate::executor::{self, Executor};
 use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
-use crate::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
+use crate::idle::{
+    self, BatchTime, IdlePolicy, SpinOdds, Stage, NEIGHBOUR_RAN, RUNTIME_WAKE_MEMORY,
+};
 use crate::local::Nudge;
 use crate::nanos::Nanos;
 use crate::queue::Queue;
@@ -169,6 +171,8 @@ where
     spawned: bool,
     yielded_at: Nanos,
     worked_at: Nanos,
+    /// Whether the shard's recent idle gaps say a spin pays.
+    spin_odds: SpinOdds,
     /// When a batch was last woken by the runtime: rung on this thread
     /// while the loop had handed the thread to it (see `idle::Awaiting`).
     runtime_woke_at: Option<Nanos>,
@@ -221,6 +225,7 @@ where
             spawned: false,
             yielded_at: Nanos::ZERO,
             worked_at: Nanos::ZERO,
+            spin_odds: SpinOdds::default(),
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
@@ -549,7 +554,10 @@ where
         }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
-            self.worked_at = self.parts.clock.read();
+            let now = self.parts.clock.read();
+            let gap = now.saturating_sub(self.worked_at);
+            self.spin_odds.gap(gap, self.parts.idle.spin);
+            self.worked_at = now;
         }
         self.parts.intake.awake();
         woke
@@ -585,6 +593,7 @@ where
             self.parts.core.borrow().in_flight(),
             self.batches.took.typical(),
             runtime_wakes,
+            self.spin_odds.pays(),
         );
         idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting)
     }
@@ -610,7 +619,12 @@ where
         let intake = &self.parts.intake;
         match stage {
             Stage::Spin => {
+                let before = self.parts.clock.read();
                 std::thread::yield_now();
+                let after = self.parts.clock.read();
+                if after.saturating_sub(before) >= NEIGHBOUR_RAN {
+                    self.spin_odds.neighbour_ran();
+                }
                 Poll::Ready(false)
             }
             Stage::Doze(wait) => {
