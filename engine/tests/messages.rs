@@ -43,9 +43,9 @@ fn a_cpu_outside_the_set_is_named_even_when_the_count_is_wrong_too() {
         assert!(message.contains(&needle), "{needle} in: {message}");
     }
     if ferry::default_shards() != 1 {
-        // The default count (half the usable CPUs) is more than one: the
-        // list is short as well, and the message says where the count came
-        // from.
+        // The default count (one shard per usable CPU) is more than one:
+        // the list is short as well, and the message says where the count
+        // came from.
         for needle in ["one CPU per shard", "is the default", "shards(n)"] {
             assert!(message.contains(needle), "{needle} in: {message}");
         }

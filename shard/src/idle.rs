@@ -11,13 +11,15 @@
 //!    thread of that CPU asked for.
 //! 2. **Doze** (`doze_before_park`): announce sleep through the intake
 //!    (the same handshake as parking, so no wake-up is lost) and block the
-//!    thread on a futex, for at most [`DOZE_LOOK_EVERY`] or until the next
-//!    lane deadline, then give the runtime (glommio) a turn and look again.
-//!    A dozing shard uses no CPU, and a caller or a batch answer wakes it
-//!    with one `futex` call. The runtime does not run while its thread
-//!    dozes, so the timers and I/O of *other* tasks on the shard (its own
-//!    deadlines are waited for exactly) are looked at every
-//!    `DOZE_LOOK_EVERY`.
+//!    thread on a futex until the next look or the next lane deadline,
+//!    then give the runtime (glommio) a turn and look again. The first look
+//!    comes after [`DOZE_LOOK_EVERY`], each next one after as long again as
+//!    the shard has been idle: 7 looks span a 2 ms doze. A dozing shard
+//!    uses no CPU, and a caller or a batch answer wakes it with one `futex`
+//!    call. The runtime does not run while its thread dozes, so a shard
+//!    whose thread runs tasks of its own (spawned on it) looks every
+//!    `DOZE_LOOK_EVERY`, for their timers and I/O ([`look_often`]); its own
+//!    deadlines are waited for exactly.
 //! 3. **Park**: hand the wait to the runtime (glommio), which sleeps until
 //!    an event; glommio sleeps in `io_uring_enter`. Nothing runs until
 //!    something happens, but with glommio each sleep costs a process-wide
@@ -45,10 +47,21 @@ use std::time::Duration;
 use crate::intake::Intake;
 use crate::nanos::nanos;
 
-/// The longest a shard dozes in one go, so that the runtime (glommio), with
-/// the timers and I/O of other tasks on the thread, gets a turn at least
-/// this often.
+/// How long a shard dozes before its first look: the runtime (glommio), with
+/// the timers and I/O of the thread's other tasks, gets a turn after this
+/// long, then after as long again as the shard has been idle; every this
+/// long while tasks spawned on the shard are alive.
 pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
+
+/// `stage`, with the doze's looks every [`DOZE_LOOK_EVERY`]: for a shard
+/// whose thread runs tasks of its own (spawned on it), whose timers and I/O
+/// the runtime (glommio) serves only while the thread is not dozing.
+pub(crate) fn look_often(stage: Stage) -> Stage {
+    match stage {
+        Stage::Doze(wait) => Stage::Doze(wait.min(DOZE_LOOK_EVERY)),
+        other => other,
+    }
+}
 
 /// What an idle shard does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +126,11 @@ impl IdlePolicy {
         if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
             return Stage::Park;
         }
-        let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY);
+        // The next look comes after as long again as the shard has been
+        // idle (at least `DOZE_LOOK_EVERY`): a few looks span a long doze,
+        // where a look every `DOZE_LOOK_EVERY` would wake the thread dozens
+        // of times for nothing.
+        let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY.max(idle_for));
         if let Some(due_in) = due_in {
             wait = wait.min(due_in);
         }
@@ -335,6 +352,32 @@ mod tests {
             policy.stage(Duration::from_secs(9), None, Awaiting::Soon),
             Stage::Park
         );
+    }
+
+    #[test]
+    fn a_long_doze_looks_again_after_as_long_again_as_it_has_been_idle() {
+        let policy = IdlePolicy {
+            spin: Duration::ZERO,
+            doze: Duration::from_millis(2),
+        };
+        let doze = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere);
+        assert_eq!(doze(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(doze(400 * US), Stage::Doze(400 * US));
+        assert_eq!(doze(1500 * US), Stage::Doze(500 * US), "ends with the doze");
+        // From the first look, the looks of a whole doze: 50, 100, 200, 400,
+        // 800 and 1,600 µs after its start, then its end.
+        let mut idle_for = Duration::ZERO;
+        let mut looks = 0;
+        while let Stage::Doze(wait) = doze(idle_for) {
+            idle_for += wait;
+            looks += 1;
+        }
+        assert_eq!((looks, idle_for), (7, Duration::from_millis(2)));
+        // A thread with tasks of its own looks every `DOZE_LOOK_EVERY`.
+        assert_eq!(look_often(doze(400 * US)), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(look_often(doze(1990 * US)), Stage::Doze(10 * US));
+        assert_eq!(look_often(Stage::Park), Stage::Park);
+        assert_eq!(look_often(Stage::Spin), Stage::Spin);
     }
 
     #[test]

@@ -46,7 +46,7 @@
 //! Everything the loop needs from its thread's executor goes through
 //! [`Executor`] (`executor.rs`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -169,6 +169,8 @@ where
     worked: bool,
     /// A task of the thread was made ready this round (one spawned here).
     spawned: bool,
+    /// Tasks spawned on the shard and not yet ended.
+    tasks: Rc<Cell<usize>>,
     yielded_at: Nanos,
     worked_at: Nanos,
     /// Whether the shard's recent idle gaps say a spin pays.
@@ -223,6 +225,7 @@ where
             timer: None,
             worked: false,
             spawned: false,
+            tasks: Rc::new(Cell::new(0)),
             yielded_at: Nanos::ZERO,
             worked_at: Nanos::ZERO,
             spin_odds: SpinOdds::default(),
@@ -349,7 +352,7 @@ where
                     }
                 }
                 Some(Inbound::Spawn(task)) => {
-                    spawn_task::<R>(task);
+                    spawn_task::<R>(task, &self.tasks);
                     self.spawned = true;
                 }
                 Some(Inbound::Withdraw(hash)) => self.parts.core.borrow_mut().withdraw(hash),
@@ -595,7 +598,12 @@ where
             runtime_wakes,
             self.spin_odds.pays(),
         );
-        idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting)
+        let stage = idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting);
+        if self.tasks.get() > 0 {
+            idle::look_often(stage)
+        } else {
+            stage
+        }
     }
 
     /// One look while waiting: anything happened? If not, spin, doze or
@@ -670,12 +678,33 @@ where
     }
 }
 
-/// Runs a task sent to this shard beside the loop. Its panic stays its own:
-/// it ends the task, not the shard (G10).
-fn spawn_task<R: Executor>(task: crate::handle::SpawnTask) {
+/// Runs a task sent to this shard beside the loop, counted in `tasks`
+/// while it lives. Its panic stays its own: it ends the task, not the
+/// shard (G10).
+fn spawn_task<R: Executor>(task: crate::handle::SpawnTask, tasks: &Rc<Cell<usize>>) {
     if let Ok(future) = std::panic::catch_unwind(AssertUnwindSafe(task)) {
+        let alive = Alive::new(Rc::clone(tasks));
         R::spawn_local(Box::pin(
-            AssertUnwindSafe(future).catch_unwind().map(|_| ()),
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .map(move |_| drop(alive)),
         ));
+    }
+}
+
+/// Counts one live task: one more while it is held, one fewer once
+/// dropped (with its task, however the task ends).
+struct Alive(Rc<Cell<usize>>);
+
+impl Alive {
+    fn new(tasks: Rc<Cell<usize>>) -> Self {
+        tasks.set(tasks.get() + 1);
+        Alive(tasks)
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
     }
 }
