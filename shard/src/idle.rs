@@ -16,10 +16,11 @@
 //!    comes after [`DOZE_LOOK_EVERY`], each next one after as long again as
 //!    the shard has been idle: 7 looks span a 2 ms doze. A dozing shard
 //!    uses no CPU, and a caller or a batch answer wakes it with one `futex`
-//!    call. The runtime does not run while its thread dozes, so a shard
-//!    whose thread runs tasks of its own (spawned on it) looks every
-//!    `DOZE_LOOK_EVERY`, for their timers and I/O ([`look_often`]); its own
-//!    deadlines are waited for exactly.
+//!    call. The runtime does not run while its thread dozes, so how often
+//!    the shard looks depends on what might wait for the runtime
+//!    ([`Looks`]): every `DOZE_LOOK_EVERY` while tasks spawned on the shard
+//!    are alive, growing while batches are in flight, never with neither.
+//!    Its own deadlines are waited for exactly.
 //! 3. **Park**: hand the wait to the runtime (glommio), which sleeps until
 //!    an event; glommio sleeps in `io_uring_enter`. Nothing runs until
 //!    something happens, but with glommio each sleep costs a process-wide
@@ -53,14 +54,21 @@ use crate::nanos::nanos;
 /// long while tasks spawned on the shard are alive.
 pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
 
-/// `stage`, with the doze's looks every [`DOZE_LOOK_EVERY`]: for a shard
-/// whose thread runs tasks of its own (spawned on it), whose timers and I/O
-/// the runtime (glommio) serves only while the thread is not dozing.
-pub(crate) fn look_often(stage: Stage) -> Stage {
-    match stage {
-        Stage::Doze(wait) => Stage::Doze(wait.min(DOZE_LOOK_EVERY)),
-        other => other,
-    }
+/// How often a dozing shard looks again, giving the runtime (glommio) a
+/// turn: its thread does not run the runtime while it dozes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Looks {
+    /// Every [`DOZE_LOOK_EVERY`]: tasks spawned on the shard are alive,
+    /// whose timers and I/O the runtime serves.
+    Often,
+    /// After `DOZE_LOOK_EVERY`, then after as long again as the shard has
+    /// been idle: batches are in flight, which might await the runtime's
+    /// timers or I/O (once one is seen to, the shard does not doze at all:
+    /// [`Awaiting::Runtime`]).
+    Growing,
+    /// Not before the doze ends or the next deadline: nothing on the thread
+    /// waits for the runtime (no batch in flight, no task spawned on it).
+    Never,
 }
 
 /// What an idle shard does next.
@@ -84,22 +92,34 @@ pub(crate) struct IdlePolicy {
 }
 
 impl IdlePolicy {
+    /// This policy if a spin pays ([`SpinOdds::pays`]), else the same
+    /// without its spin: an idle shard then dozes from its last work, or
+    /// parks at once when it awaits the runtime.
+    pub(crate) fn spinning(self, pays: bool) -> IdlePolicy {
+        if pays {
+            self
+        } else {
+            IdlePolicy {
+                spin: Duration::ZERO,
+                ..self
+            }
+        }
+    }
+
     /// What a shard with `in_flight` batches out, whose batches typically
     /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
     /// batch was lately woken on the shard's own thread by the runtime
     /// (glommio): by its reactor, for a timer or I/O the batch awaits, or by
-    /// a task of the thread; `spin_pays` whether the shard's recent idle
-    /// gaps say a spin would see the next event come ([`SpinOdds`]).
+    /// a task of the thread.
     pub(crate) fn awaiting(
         &self,
         in_flight: usize,
         typical_batch: Duration,
         runtime_wakes: bool,
-        spin_pays: bool,
     ) -> Awaiting {
         if runtime_wakes {
             Awaiting::Runtime
-        } else if spin_pays && (in_flight == 0 || typical_batch < self.spin) {
+        } else if in_flight == 0 || typical_batch < self.spin {
             Awaiting::Soon
         } else {
             Awaiting::Elsewhere
@@ -113,6 +133,7 @@ impl IdlePolicy {
         idle_for: Duration,
         due_in: Option<Duration>,
         awaiting: Awaiting,
+        looks: Looks,
     ) -> Stage {
         if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
             return Stage::Spin;
@@ -126,11 +147,16 @@ impl IdlePolicy {
         if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
             return Stage::Park;
         }
-        // The next look comes after as long again as the shard has been
-        // idle (at least `DOZE_LOOK_EVERY`): a few looks span a long doze,
-        // where a look every `DOZE_LOOK_EVERY` would wake the thread dozens
-        // of times for nothing.
-        let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY.max(idle_for));
+        // Growing looks: the next comes after as long again as the shard
+        // has been idle, so a few span a long doze, where a look every
+        // `DOZE_LOOK_EVERY` would wake the thread dozens of times for
+        // nothing.
+        let next_look = match looks {
+            Looks::Often => DOZE_LOOK_EVERY,
+            Looks::Growing => DOZE_LOOK_EVERY.max(idle_for),
+            Looks::Never => Duration::MAX,
+        };
+        let mut wait = (doze_ends - idle_for).min(next_look);
         if let Some(due_in) = due_in {
             wait = wait.min(due_in);
         }
@@ -145,12 +171,10 @@ pub(crate) enum Awaiting {
     /// event is a caller's input), or batches come back within the spin.
     /// Spin, doze, park.
     Soon,
-    /// Answers from other threads, further away than the spin, or events
-    /// whose recent gaps were mostly longer than the spin, or a neighbour
-    /// on the CPU that wants it ([`SpinOdds`]). Spinning would not see one
-    /// come, and a CPU that spins never looks idle to the scheduler, which
-    /// then keeps threads waiting for a CPU off it: doze from the start,
-    /// then park.
+    /// Answers from other threads, further away than the spin. Spinning
+    /// would not see one come, and a CPU that spins never looks idle to the
+    /// scheduler, which then keeps threads waiting for a CPU off it: doze
+    /// from the start, then park.
     Elsewhere,
     /// Events the runtime (glommio) delivers on this thread (the batches'
     /// timers or I/O): the runtime must keep running, which it does not
@@ -203,7 +227,8 @@ fn note_ring_here() {
     });
 }
 
-/// Whether spinning has been paying for itself lately.
+/// Whether spinning has been paying for itself lately (the loop leaves the
+/// spin out of its [`IdlePolicy`] when not: [`IdlePolicy::spinning`]).
 ///
 /// A spin that sees its event come saves a wake-up: a futex call for
 /// whoever rings, two context switches, and the shard's latency of coming
@@ -335,21 +360,27 @@ mod tests {
             doze: 1000 * US,
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, None, Awaiting::Soon),
+            policy.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
             Stage::Spin
         );
-        assert_eq!(policy.stage(19 * US, None, Awaiting::Soon), Stage::Spin);
         assert_eq!(
-            policy.stage(20 * US, None, Awaiting::Soon),
+            policy.stage(19 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(20 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Doze(DOZE_LOOK_EVERY)
         );
         assert_eq!(
-            policy.stage(1000 * US, None, Awaiting::Soon),
+            policy.stage(1000 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Doze(20 * US)
         );
-        assert_eq!(policy.stage(1020 * US, None, Awaiting::Soon), Stage::Park);
         assert_eq!(
-            policy.stage(Duration::from_secs(9), None, Awaiting::Soon),
+            policy.stage(1020 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+        assert_eq!(
+            policy.stage(Duration::from_secs(9), None, Awaiting::Soon, Looks::Growing),
             Stage::Park
         );
     }
@@ -360,7 +391,8 @@ mod tests {
             spin: Duration::ZERO,
             doze: Duration::from_millis(2),
         };
-        let doze = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere);
+        let doze = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
+        let doze_with = |idle_for, looks| policy.stage(idle_for, None, Awaiting::Elsewhere, looks);
         assert_eq!(doze(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
         assert_eq!(doze(400 * US), Stage::Doze(400 * US));
         assert_eq!(doze(1500 * US), Stage::Doze(500 * US), "ends with the doze");
@@ -373,11 +405,20 @@ mod tests {
             looks += 1;
         }
         assert_eq!((looks, idle_for), (7, Duration::from_millis(2)));
-        // A thread with tasks of its own looks every `DOZE_LOOK_EVERY`.
-        assert_eq!(look_often(doze(400 * US)), Stage::Doze(DOZE_LOOK_EVERY));
-        assert_eq!(look_often(doze(1990 * US)), Stage::Doze(10 * US));
-        assert_eq!(look_often(Stage::Park), Stage::Park);
-        assert_eq!(look_often(Stage::Spin), Stage::Spin);
+        // A thread with tasks of its own looks every `DOZE_LOOK_EVERY`; one
+        // with nothing for the runtime dozes to the end.
+        assert_eq!(
+            doze_with(400 * US, Looks::Often),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(doze_with(1990 * US, Looks::Often), Stage::Doze(10 * US));
+        assert_eq!(doze_with(400 * US, Looks::Never), Stage::Doze(1600 * US));
+        assert_eq!(doze_with(2000 * US, Looks::Never), Stage::Park);
+        assert_eq!(
+            policy.stage(400 * US, Some(7 * US), Awaiting::Elsewhere, Looks::Never),
+            Stage::Doze(7 * US),
+            "a deadline still ends it"
+        );
     }
 
     #[test]
@@ -387,11 +428,16 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon),
+            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon, Looks::Growing),
             Stage::Doze(7 * US)
         );
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(Duration::ZERO), Awaiting::Soon),
+            policy.stage(
+                Duration::ZERO,
+                Some(Duration::ZERO),
+                Awaiting::Soon,
+                Looks::Growing
+            ),
             Stage::Doze(Duration::ZERO)
         );
     }
@@ -403,7 +449,7 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon),
+            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
             Stage::Park
         );
         let spin_then_park = IdlePolicy {
@@ -411,11 +457,11 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            spin_then_park.stage(49 * US, None, Awaiting::Soon),
+            spin_then_park.stage(49 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Spin
         );
         assert_eq!(
-            spin_then_park.stage(50 * US, None, Awaiting::Soon),
+            spin_then_park.stage(50 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Park
         );
         let never_park = IdlePolicy {
@@ -423,7 +469,12 @@ mod tests {
             doze: Duration::MAX,
         };
         assert_eq!(
-            never_park.stage(Duration::from_secs(3600), None, Awaiting::Soon),
+            never_park.stage(
+                Duration::from_secs(3600),
+                None,
+                Awaiting::Soon,
+                Looks::Growing
+            ),
             Stage::Spin
         );
     }
@@ -434,7 +485,8 @@ mod tests {
             spin: 50 * US,
             doze: 100 * US,
         };
-        let elsewhere = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere);
+        let elsewhere =
+            |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
         assert_eq!(elsewhere(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
         assert_eq!(elsewhere(70 * US), Stage::Doze(30 * US));
         assert_eq!(elsewhere(100 * US), Stage::Park);
@@ -444,7 +496,7 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere),
+            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere, Looks::Growing),
             Stage::Park
         );
     }
@@ -456,26 +508,32 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         let ms = Duration::from_millis(1);
-        assert_eq!(policy.awaiting(0, ms, false, true), Awaiting::Soon);
-        assert_eq!(policy.awaiting(3, 10 * US, false, true), Awaiting::Soon);
+        assert_eq!(policy.awaiting(0, ms, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 10 * US, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 50 * US, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Runtime);
+        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Runtime);
+    }
+
+    #[test]
+    fn a_spin_that_does_not_pay_is_left_out() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(policy.spinning(true), policy);
+        let no_spin = policy.spinning(false);
+        let soon = |idle_for| no_spin.stage(idle_for, None, Awaiting::Soon, Looks::Never);
+        assert_eq!(soon(Duration::ZERO), Stage::Doze(Duration::from_millis(2)));
+        assert_eq!(soon(Duration::from_millis(2)), Stage::Park);
+        // Awaiting the runtime: park at once, which hands it the thread.
         assert_eq!(
-            policy.awaiting(3, 50 * US, false, true),
-            Awaiting::Elsewhere
+            no_spin.stage(Duration::ZERO, None, Awaiting::Runtime, Looks::Never),
+            Stage::Park
         );
-        assert_eq!(policy.awaiting(1, ms, false, true), Awaiting::Elsewhere);
-        assert_eq!(policy.awaiting(1, ms, true, true), Awaiting::Runtime);
-        assert_eq!(
-            policy.awaiting(0, Duration::ZERO, true, true),
-            Awaiting::Runtime
-        );
-        // Recent gaps longer than the spin: no spin, whatever is in flight.
-        assert_eq!(policy.awaiting(0, ms, false, false), Awaiting::Elsewhere);
-        assert_eq!(
-            policy.awaiting(3, 10 * US, false, false),
-            Awaiting::Elsewhere
-        );
-        // The runtime's events still need its turns.
-        assert_eq!(policy.awaiting(1, ms, true, false), Awaiting::Runtime);
+        // Nothing in flight is still the next input, awaited by a doze.
+        assert_eq!(no_spin.awaiting(0, Duration::ZERO, false), Awaiting::Soon);
     }
 
     #[test]
@@ -531,8 +589,14 @@ mod tests {
             spin: 50 * US,
             doze: Duration::from_millis(2),
         };
-        assert_eq!(policy.stage(49 * US, None, Awaiting::Runtime), Stage::Spin);
-        assert_eq!(policy.stage(50 * US, None, Awaiting::Runtime), Stage::Park);
+        assert_eq!(
+            policy.stage(49 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(50 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Park
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ use crate::executor::{self, Executor};
 use crate::flush_door::FlushDoor;
 use crate::handle::{Inbound, SharedIntake};
 use crate::idle::{
-    self, BatchTime, IdlePolicy, SpinOdds, Stage, NEIGHBOUR_RAN, RUNTIME_WAKE_MEMORY,
+    self, BatchTime, IdlePolicy, Looks, SpinOdds, Stage, NEIGHBOUR_RAN, RUNTIME_WAKE_MEMORY,
 };
 use crate::local::Nudge;
 use crate::nanos::Nanos;
@@ -587,23 +587,21 @@ where
     /// Which idle stage this wait is in (see `idle.rs`).
     fn stage(&self) -> Stage {
         let now = self.parts.clock.latest();
-        let idle = &self.parts.idle;
+        let idle = self.parts.idle.spinning(self.spin_odds.pays());
         let due_in = self.timer.as_ref().map(|(due, _)| due.saturating_sub(now));
         let runtime_wakes = self
             .runtime_woke_at
             .is_some_and(|at| now.saturating_sub(at) < RUNTIME_WAKE_MEMORY);
-        let awaiting = idle.awaiting(
-            self.parts.core.borrow().in_flight(),
-            self.batches.took.typical(),
-            runtime_wakes,
-            self.spin_odds.pays(),
-        );
-        let stage = idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting);
-        if self.tasks.get() > 0 {
-            idle::look_often(stage)
+        let in_flight = self.parts.core.borrow().in_flight();
+        let awaiting = idle.awaiting(in_flight, self.batches.took.typical(), runtime_wakes);
+        let looks = if self.tasks.get() > 0 {
+            Looks::Often
+        } else if in_flight > 0 {
+            Looks::Growing
         } else {
-            stage
-        }
+            Looks::Never
+        };
+        idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting, looks)
     }
 
     /// One look while waiting: anything happened? If not, spin, doze or
