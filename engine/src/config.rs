@@ -972,6 +972,7 @@ where
     /// // A fresh one is held for half a second, then sent.
     /// let fresh = now_ms();
     /// assert_eq!(engine.submit_blocking(1, fresh), Ok(fresh));
+    /// futures::executor::block_on(engine.flush());
     /// assert_eq!(engine.stats().total().refused_late, 1);
     /// ```
     pub fn refuse_late(mut self, refuse: bool) -> Self {
@@ -1175,6 +1176,9 @@ where
     ///     })
     ///     .unwrap();
     /// assert_eq!(engine.submit_blocking(40, 2), Ok(42));
+    /// // The figures are published at the end of a shard's round, which may
+    /// // come after an answer: a flush waits for them.
+    /// futures::executor::block_on(engine.flush());
     /// assert_eq!(engine.stats().total().trips, 1);
     /// ```
     pub fn start_trips<F, T>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
