@@ -42,7 +42,7 @@ CONSTANTS
     Slots,       \* max_in_flight_batches: trips in flight per shard, shared
                  \* by its keys (a trip of one batch is a batch)
     IntakeMax,   \* capacity of a shard's intake queue
-    WaitingMax,  \* max_queueing: waiting inputs per shard
+    WaitingMax,  \* max_waiting: waiting inputs per shard
     TripMax,     \* max_trip_batches: batches (so keys) in one trip; 1: a trip
                  \* is one batch, as without trips
     Flaw         \* "None", "NoBusyGuard", "TwoStepTake", "TwoStepAdmit",

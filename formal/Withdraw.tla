@@ -40,7 +40,7 @@ CONSTANTS
     Keys,        \* the keys a caller may pick (naturals), all on this shard
     BatchMax,    \* max_batch_size
     Slots,       \* max_in_flight_batches
-    WaitingMax,  \* max_queueing: waiting inputs on the shard
+    WaitingMax,  \* max_waiting: waiting inputs on the shard
     NoticeMax,   \* room for withdraw notices in the shard's intake
     Scan,        \* how far into a lane a notice looks (WITHDRAW_SCAN)
     Flaw         \* "None" (the design as built) or "TwoStep"

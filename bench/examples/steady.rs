@@ -336,8 +336,8 @@ fn run_system(workload: &Workload, kind: SystemKind) -> (usize, u64, Runtime) {
     let settings = Settings {
         max_batch_size: 64,
         max_batch_delay: Duration::ZERO,
-        max_in_flight: 256,
-        max_queueing: 1_000_000,
+        max_in_flight_batches: 256,
+        max_waiting: 1_000_000,
         tokio_workers: 2,
         pin: Some(false),
         // As `steady`: no look costs a span of wall-clock time.
@@ -352,7 +352,7 @@ fn run_system(workload: &Workload, kind: SystemKind) -> (usize, u64, Runtime) {
         retry_unknown: DEFAULT_RETRY_UNKNOWN,
         fence: Fence::On,
     };
-    let workers = settings.max_in_flight * settings.pool_connections;
+    let workers = settings.max_in_flight_batches * settings.pool_connections;
     let driven = with_system(
         kind,
         Some(SHARDS),

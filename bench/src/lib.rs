@@ -50,8 +50,8 @@
 //! let settings = systems::Settings {
 //!     max_batch_size: 64,
 //!     max_batch_delay: Duration::ZERO,
-//!     max_in_flight: 64,
-//!     max_queueing: 100_000,
+//!     max_in_flight_batches: 64,
+//!     max_waiting: 100_000,
 //!     tokio_workers: 2,
 //!     pin: Some(false),
 //!     spin_before_park: Duration::ZERO,

@@ -53,11 +53,11 @@ struct Args {
     ///
     /// keyed: per-key batching, at most one batch in flight
     /// per key: ferry, single-lock, batch-aint-one, unbatched. unkeyed: one
-    /// stream with no key, up to --max-in-flight batches in flight per shard,
+    /// stream with no key, up to --max-in-flight-batches batches in flight per shard,
     /// each as full as waiting inputs allow: batcher (ferry::Batcher),
     /// batch-aint-one (every input on one key, which may run as many batches
     /// at once as batcher has slots), single-lock-fifo (one FIFO behind one
-    /// mutex, --max-in-flight workers per shard each taking up to
+    /// mutex, --max-in-flight-batches workers per shard each taking up to
     /// --max-batch-size inputs). Unkeyed systems ignore the key each input
     /// draws
     #[arg(long, value_name = "keyed|unkeyed", default_value = "keyed")]
@@ -195,19 +195,24 @@ struct Args {
     /// single-lock-fifo run this many workers, and unkeyed batch-aint-one
     /// allows its key this many batches, per shard (of the largest shard
     /// count measured)
-    #[arg(long, value_name = "M", default_value_t = 256)]
-    max_in_flight: usize,
+    ///
+    /// (`--max-in-flight`, its former name, is still taken, hidden.)
+    #[arg(long, alias = "max-in-flight", value_name = "M", default_value_t = 256)]
+    max_in_flight_batches: usize,
 
     /// Waiting inputs at most: per shard for ferry and batcher, in total for
     /// single-lock and single-lock-fifo, per key for batch-aint-one (in total
     /// when unkeyed)
+    ///
+    /// (`--max-queueing`, its former name, is still taken, hidden.)
     #[arg(
         long,
+        alias = "max-queueing",
         hide_short_help = true,
         value_name = "Q",
         default_value_t = 1_000_000
     )]
-    max_queueing: usize,
+    max_waiting: usize,
 
     /// Keys' batches per trip at most (ferry-trips); multi-key's batches
     /// hold up to this many times --max-batch-size inputs
@@ -448,8 +453,8 @@ impl Args {
         let at_least_one = [
             ("--keys", self.keys() as usize),
             ("--max-batch-size", self.max_batch_size),
-            ("--max-in-flight", self.max_in_flight),
-            ("--max-queueing", self.max_queueing),
+            ("--max-in-flight-batches", self.max_in_flight_batches),
+            ("--max-waiting", self.max_waiting),
             ("--generators", self.generators),
             ("--tokio-workers", self.tokio_workers),
             ("--outstanding-max", self.outstanding_max),
@@ -607,7 +612,7 @@ impl Args {
             fence: self.fence(),
             shards: self.shards.unwrap_or(2),
             max_batch_size: self.max_batch_size,
-            max_in_flight: self.max_in_flight,
+            max_in_flight_batches: self.max_in_flight_batches,
             outstanding_per_key: self.handover_outstanding,
         })
     }
@@ -804,7 +809,7 @@ fn handover_worker(args: &Args) -> Result<(), String> {
         store: args.store.clone(),
         shards: args.shards.unwrap_or(2),
         max_batch_size: args.max_batch_size,
-        max_in_flight: args.max_in_flight,
+        max_in_flight_batches: args.max_in_flight_batches,
         outstanding_per_key: args.handover_outstanding,
         fence: args.fence(),
     })
@@ -919,8 +924,8 @@ fn settings(args: &Args) -> Settings {
     Settings {
         max_batch_size: args.max_batch_size,
         max_batch_delay: args.max_batch_delay,
-        max_in_flight: args.max_in_flight,
-        max_queueing: args.max_queueing,
+        max_in_flight_batches: args.max_in_flight_batches,
+        max_waiting: args.max_waiting,
         tokio_workers: args.tokio_workers,
         pin: match (args.pin, args.no_pin) {
             (true, _) => Some(true),
@@ -1018,7 +1023,7 @@ fn run_one(
     // The systems without shards get as many workers (or batches at once)
     // as the sharded one has slots at its largest shard count, and as many
     // store connections as it has shards.
-    let single_lock_workers = settings.max_in_flight * settings.pool_connections;
+    let single_lock_workers = settings.max_in_flight_batches * settings.pool_connections;
     let live = std::io::stderr().is_terminal();
     let name = system.name();
     let label = match shards {
@@ -1143,7 +1148,7 @@ mod tests {
         assert_eq!(args.sched_slice, ferry::DEFAULT_SCHED_SLICE);
         assert_eq!(
             args.max_batch_size,
-            ferry::LanesConfig::DEFAULT_MAX_BATCH_SIZE
+            ferry::QueueConfig::DEFAULT_MAX_BATCH_SIZE
         );
     }
 

@@ -160,7 +160,8 @@ impl<P: FnMut(&Progress)> WithSystem for Measuring<'_, P> {
 /// Runs the unkeyed system `kind` under `load`. `shards` is the batcher's
 /// shard count (ignored by the others); `slots` is how many batches the
 /// others may have in flight at once: single-lock-fifo's workers, and
-/// batch-aint-one's concurrency on its one key.
+/// batch-aint-one's concurrency on its one key. Measured as [`run`]
+/// measures a keyed system.
 pub fn run_unkeyed(
     kind: UnkeyedKind,
     shards: Option<usize>,
@@ -171,26 +172,46 @@ pub fn run_unkeyed(
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
     store.reset()?;
+    let measuring = Measuring {
+        store,
+        load,
+        faults: None,
+        on_progress,
+    };
+    with_unkeyed_system(kind, shards, slots, settings, store, measuring)?
+}
+
+/// Starts the unkeyed `kind` on `store` (as [`run_unkeyed`] says for
+/// `shards` and `slots`) and hands it to `then`, as [`with_system`] does
+/// for a keyed one.
+pub fn with_unkeyed_system<W: WithSystem>(
+    kind: UnkeyedKind,
+    shards: Option<usize>,
+    slots: usize,
+    settings: &Settings,
+    store: Store,
+    then: W,
+) -> Result<W::Output, String> {
     let could_not_start = |err: String| format!("{kind} did not start: {err}");
     let connections = settings.pool_connections;
     let name = kind.name();
-    match kind {
+    Ok(match kind {
         UnkeyedKind::Batcher => {
             let shards = shards.unwrap_or(1);
             let system = BatcherSystem::start(settings, shards, store).map_err(could_not_start)?;
-            measure(name, Some(shards), system, store, load, None, on_progress)
+            then.with(name, Some(shards), system)
         }
         UnkeyedKind::BatchAintOne => {
             let system = BatchAintOne::start_unkeyed(settings, slots, store, connections)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, None, on_progress)
+            then.with(name, None, system)
         }
         UnkeyedKind::SingleLockFifo => {
             let system = SingleLockFifo::start(settings, slots, store, connections, Apply::Stream)
                 .map_err(could_not_start)?;
-            measure(name, None, system, store, load, None, on_progress)
+            then.with(name, None, system)
         }
-    }
+    })
 }
 
 fn measure<S: System>(

@@ -43,7 +43,7 @@ fn the_binary_runs_every_unkeyed_system_and_loses_nothing() {
         "0",
         "--clients",
         "200",
-        "--max-in-flight",
+        "--max-in-flight-batches",
         "8",
         "--no-pin",
         "--json",
@@ -97,7 +97,7 @@ const SLOTS: usize = 8;
 fn measure(kind: UnkeyedKind, rtt: Duration, delay: Duration) -> RunResult {
     let settings = Settings {
         max_batch_delay: delay,
-        max_in_flight: SLOTS,
+        max_in_flight_batches: SLOTS,
         ..support::settings()
     };
     let load = Load {

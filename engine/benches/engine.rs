@@ -11,7 +11,7 @@
 //! - **ferry**: the engine with the same shards and callers, `submit` per
 //!   input, an instant batch function, on each shard runtime (glommio, then
 //!   tokio).
-//! - **submit_many**: the same engine (glommio), inputs handed over in calls
+//! - **submit_many**: the same engine (glommio), inputs passed in calls
 //!   of 500 (`Engine::submit_many`: one push and one wake-up per shard per
 //!   call), 4,000 inputs in flight as before, each caller reading its
 //!   calls' streams of outcomes in turn.

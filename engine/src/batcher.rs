@@ -152,7 +152,7 @@ where
     ///     .max_batch_size(16)
     ///     .max_batch_delay(Duration::from_micros(100))
     ///     .max_in_flight_batches(8)
-    ///     .max_queueing(10_000)
+    ///     .max_waiting(10_000)
     ///     .start(|_shard| |lines: Vec<String>| async move {
     ///         Ok::<_, String>(lines.iter().map(String::len).collect())
     ///     })

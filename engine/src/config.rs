@@ -7,18 +7,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::convert::Infallible;
-use std::future::Future;
-
-use ferry_shard::parts::{PerBatch, PerTrip, TripLimits};
+use ferry_shard::parts::TripLimits;
 use ferry_shard::{
-    usable_cpus, BatchFn, ConfigError, Hold, LanesConfig, Order, Runtime, ShardId, TripFn,
+    usable_cpus, ConfigError, Hold, Order, QueueConfig, Runtime, ShardConfig, ShardId,
     MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
-
-use crate::batcher::Batcher;
-use crate::engine::Engine;
-use crate::start_error::StartError;
 
 /// Weighs an input (default: 1 per input).
 pub(crate) type Weigh<I> = Arc<dyn Fn(&I) -> u64 + Send + Sync>;
@@ -47,7 +40,7 @@ pub const DEFAULT_MAX_IN_FLIGHT_BATCHES: usize = 64;
 /// ```
 pub const DEFAULT_MAX_TRIP_BATCHES: usize = 256;
 
-/// Default intake queue capacity per shard (never above `max_queueing`).
+/// Default intake queue capacity per shard (never above `max_waiting`).
 ///
 /// ```
 /// assert_eq!(ferry::DEFAULT_INTAKE_CAPACITY, 65_536);
@@ -55,7 +48,7 @@ pub const DEFAULT_MAX_TRIP_BATCHES: usize = 256;
 pub const DEFAULT_INTAKE_CAPACITY: usize = 65_536;
 
 /// How long a shard out of work, or a caller blocked in
-/// [`Engine::submit_blocking`], looks for more before it parks, by default.
+/// [`Engine::submit_blocking`](crate::Engine::submit_blocking), looks for more before it parks, by default.
 /// About one wake-up's cost on a virtual machine: parking sooner saves
 /// little CPU and loses the next answer's head start.
 ///
@@ -90,7 +83,7 @@ pub const DEFAULT_SCHED_SLICE: Duration = MIN_SCHED_SLICE;
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
 
-/// Marks a [`Builder`] of an [`Engine`]: per-key batching. Only such a
+/// Marks a [`Builder`] of an [`Engine`](crate::Engine): per-key batching. Only such a
 /// builder has the per-key settings ([`order`](Builder::order)).
 ///
 /// ```
@@ -108,7 +101,7 @@ type Types<K, O, E, M> = fn(K, M) -> (O, E);
 #[derive(Debug)]
 pub enum PerKey {}
 
-/// Marks a [`Builder`] of a [`Batcher`]: unkeyed batching (no order, no
+/// Marks a [`Builder`] of a [`Batcher`](crate::Batcher): unkeyed batching (no order, no
 /// per-key settings).
 ///
 /// ```
@@ -125,7 +118,7 @@ pub enum PerKey {}
 #[derive(Debug)]
 pub enum Unkeyed {}
 
-/// The builder of a [`Batcher`] (see [`Batcher::builder`]).
+/// The builder of a [`Batcher`](crate::Batcher) (see [`Batcher::builder`](crate::Batcher::builder)).
 ///
 /// ```
 /// use ferry::{Batcher, BatcherBuilder};
@@ -140,8 +133,8 @@ pub enum Unkeyed {}
 /// ```
 pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 
-/// Configures and starts an [`Engine`] (get one from [`Engine::builder`]) or
-/// a [`Batcher`] ([`Batcher::builder`]); the settings are the same but for
+/// Configures and starts an [`Engine`](crate::Engine) (get one from [`Engine::builder`](crate::Engine::builder)) or
+/// a [`Batcher`](crate::Batcher) ([`Batcher::builder`](crate::Batcher::builder)); the settings are the same but for
 /// the per-key ones, which only an engine's builder has.
 ///
 /// ```
@@ -158,7 +151,7 @@ pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 ///     .max_batch_delay(Duration::from_micros(200))
 ///     .order(Order::by(|e: &Event| e.at))
 ///     .weigh(|e: &Event| e.body.len() as u64 + 1)
-///     .max_queued_weight(64 << 20)
+///     .max_waiting_weight(64 << 20)
 ///     .start(|_shard| {
 ///         |_key: u64, events: Vec<Event>| async move {
 ///             Ok::<_, String>(events.iter().map(|e| e.body.len()).collect())
@@ -174,7 +167,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     cpus: Option<Vec<usize>>,
     /// `None`: pinned when `cpus` names their CPUs.
     pin: Option<bool>,
-    lanes: LanesConfig,
+    lanes: QueueConfig,
     max_in_flight_batches: usize,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
@@ -195,7 +188,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             shards: None,
             cpus: None,
             pin: None,
-            lanes: LanesConfig::default(),
+            lanes: QueueConfig::default(),
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
@@ -432,7 +425,7 @@ where
     /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
     ///     .shards(1)
     ///     .pin(false)
-    ///     .max_queueing(1)
+    ///     .max_waiting(1)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -444,9 +437,22 @@ where
     /// engine.close(); // sends what waits
     /// assert_eq!(futures::executor::block_on(first), Ok(10));
     /// ```
-    pub fn max_queueing(mut self, inputs: usize) -> Self {
-        self.lanes.max_queueing = inputs;
+    pub fn max_waiting(mut self, inputs: usize) -> Self {
+        self.lanes.max_waiting = inputs;
         self
+    }
+
+    /// The former name of [`max_waiting`](Self::max_waiting), kept for one release
+    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing(8);
+    /// assert!(format!("{builder:?}").contains("max_waiting: 8"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting`")]
+    pub fn max_queueing(self, inputs: usize) -> Self {
+        self.max_waiting(inputs)
     }
 
     /// Total weight of waiting inputs per shard at most (default unbounded,
@@ -461,7 +467,7 @@ where
     ///     .shards(1)
     ///     .pin(false)
     ///     .weigh(|n: &u64| *n)
-    ///     .max_queued_weight(10)
+    ///     .max_waiting_weight(10)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -473,9 +479,22 @@ where
     /// engine.close();
     /// assert_eq!(futures::executor::block_on(first), Ok(8));
     /// ```
-    pub fn max_queued_weight(mut self, weight: u64) -> Self {
-        self.lanes.max_queued_weight = weight;
+    pub fn max_waiting_weight(mut self, weight: u64) -> Self {
+        self.lanes.max_waiting_weight = weight;
         self
+    }
+
+    /// The former name of [`max_waiting_weight`](Self::max_waiting_weight), kept for one release
+    /// (as the `waiting_weight` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queued_weight(9);
+    /// assert!(format!("{builder:?}").contains("max_waiting_weight: 9"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_weight`")]
+    pub fn max_queued_weight(self, weight: u64) -> Self {
+        self.max_waiting_weight(weight)
     }
 
     /// How long an input may wait to be taken into a batch (default: as long
@@ -563,7 +582,7 @@ where
     }
 
     /// Capacity of each shard's intake queue (default 65,536, never more
-    /// than `max_queueing`; at least 1). A full intake refuses with
+    /// than `max_waiting`; at least 1). A full intake refuses with
     /// `Refused::Full`.
     ///
     /// ```
@@ -591,7 +610,7 @@ where
 
     /// How long a shard that has just run out of work keeps looking for more
     /// before it dozes (see [`doze_before_park`](Self::doze_before_park)),
-    /// and how long [`Engine::submit_blocking`] looks for its outcome before
+    /// and how long [`Engine::submit_blocking`](crate::Engine::submit_blocking) looks for its outcome before
     /// it parks the calling thread (default [`DEFAULT_SPIN_BEFORE_PARK`],
     /// 50 µs; zero skips the spin).
     ///
@@ -634,7 +653,7 @@ where
     /// hundred microseconds does best to doze between answers.
     ///
     /// While a shard dozes, glommio does not run: timers and I/O of other
-    /// tasks on the shard's thread (see [`Engine::spawn_on`]), and a batch
+    /// tasks on the shard's thread (see [`Engine::spawn_on`](crate::Engine::spawn_on)), and a batch
     /// function's own glommio I/O, are looked at every
     /// [`DOZE_LOOK_EVERY`](ferry_shard::DOZE_LOOK_EVERY) (50 µs), not at once.
     /// A batch function that awaits glommio I/O on a shard with little else
@@ -716,8 +735,8 @@ where
     /// whose seccomp profile refuses io_uring, a host with
     /// `kernel.io_uring_disabled`, a locked-memory limit below glommio's
     /// need). Asked for explicitly, `Runtime::Glommio` that cannot start
-    /// is a [`StartError::Runtime`] saying what refused it and how to lift
-    /// it. [`Engine::runtime`] tells which one runs.
+    /// is a [`StartError::Runtime`](crate::StartError::Runtime) saying what refused it and how to lift
+    /// it. [`Engine::runtime`](crate::Engine::runtime) tells which one runs.
     ///
     /// ```
     /// use ferry::{Engine, Runtime};
@@ -736,7 +755,7 @@ where
         self
     }
 
-    fn plan(mut self) -> Result<Plan<I>, ConfigError> {
+    pub(crate) fn plan(mut self) -> Result<Plan<I>, ConfigError> {
         self.event_time()?;
         self.lanes.validate()?;
         if self.max_in_flight_batches == 0 {
@@ -776,20 +795,25 @@ where
             Some(capacity) => capacity,
             None => DEFAULT_INTAKE_CAPACITY,
         }
-        .min(self.lanes.max_queueing);
+        .min(self.lanes.max_waiting);
         check_sched_slice(self.sched_slice)?;
         Ok(Plan {
             cpus,
-            lanes: self.lanes,
-            max_in_flight_batches: self.max_in_flight_batches,
-            intake_capacity,
-            spin_before_park: self.spin_before_park,
-            doze_before_park: self.doze_before_park,
-            sched_slice: self.sched_slice,
+            shard: ShardConfig {
+                id: ShardId::new(0),
+                engine: 0,
+                cpu: None,
+                runtime: self.runtime,
+                lanes: self.lanes,
+                max_in_flight_batches: self.max_in_flight_batches,
+                intake_capacity,
+                spin_before_park: self.spin_before_park,
+                doze_before_park: self.doze_before_park,
+                sched_slice: self.sched_slice,
+            },
             order: self.order,
             weigh: self.weigh,
             boundary: self.boundary,
-            runtime: self.runtime,
         })
     }
 
@@ -923,7 +947,7 @@ where
     /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
     ///     .shards(1)
     ///     .pin(false)
-    ///     .max_queueing_per_key(1)
+    ///     .max_waiting_per_key(1)
     ///     .max_batch_delay(Duration::from_secs(60))
     ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
     ///     .unwrap();
@@ -937,9 +961,22 @@ where
     /// assert_eq!(futures::executor::block_on(first), Ok(10));
     /// assert_eq!(futures::executor::block_on(other_key), Ok(20));
     /// ```
-    pub fn max_queueing_per_key(mut self, inputs: usize) -> Self {
-        self.lanes.max_queueing_per_key = inputs;
+    pub fn max_waiting_per_key(mut self, inputs: usize) -> Self {
+        self.lanes.max_waiting_per_key = inputs;
         self
+    }
+
+    /// The former name of [`max_waiting_per_key`](Self::max_waiting_per_key), kept for one release
+    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
+    ///
+    /// ```
+    /// #![allow(deprecated)]
+    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing_per_key(7);
+    /// assert!(format!("{builder:?}").contains("max_waiting_per_key: 7"));
+    /// ```
+    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_per_key`")]
+    pub fn max_queueing_per_key(self, inputs: usize) -> Self {
+        self.max_waiting_per_key(inputs)
     }
 
     /// With an event-time order ([`Order::event_time`]): whether an input
@@ -1012,98 +1049,6 @@ where
         self
     }
 
-    /// Validates the settings and starts the shards. `factory` is called once
-    /// on each shard's own thread; the batch function it returns serves that
-    /// shard and need not be `Send`. Returns once every shard runs, or with
-    /// the first failure and no shard left running.
-    ///
-    /// ```
-    /// use std::cell::Cell;
-    /// use std::rc::Rc;
-    /// use ferry::Engine;
-    ///
-    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
-    ///     .shards(2)
-    ///     .pin(false)
-    ///     .start(|_shard| {
-    ///         // Made on the shard's thread and kept there: `Rc` will do.
-    ///         let batches = Rc::new(Cell::new(0_u64));
-    ///         move |_key: u64, inputs: Vec<u64>| {
-    ///             let batches = Rc::clone(&batches);
-    ///             async move {
-    ///                 batches.set(batches.get() + 1);
-    ///                 Ok::<_, String>(inputs)
-    ///             }
-    ///         }
-    ///     })
-    ///     .unwrap();
-    /// assert_eq!(engine.submit_blocking(4, 40), Ok(40));
-    /// ```
-    pub fn start<F, B>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
-    where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
-        B: BatchFn<K, I, O, E> + 'static,
-    {
-        self.try_start(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
-    }
-
-    /// Like [`start`](Self::start), with a factory that may await and fail:
-    /// it runs on each shard's own thread, on that shard's runtime, so it
-    /// can connect a per-core store client there (which need not be
-    /// `Send`). Returns once every shard has its batch function, or with
-    /// the first shard's failure ([`StartError::Factory`],
-    /// [`StartError::FactoryPanicked`]) and every shard stopped and joined.
-    ///
-    /// ```
-    /// use ferry::{Engine, ShardId, StartError};
-    ///
-    /// async fn connect(shard: ShardId) -> Result<String, String> {
-    ///     Ok(format!("connection of {shard}"))
-    /// }
-    ///
-    /// let engine: Engine<u64, u64, String, String> = Engine::builder()
-    ///     .shards(2)
-    ///     .pin(false)
-    ///     .try_start(|shard| async move {
-    ///         let client = std::rc::Rc::new(connect(shard).await?);
-    ///         Ok::<_, String>(move |_key: u64, inputs: Vec<u64>| {
-    ///             let client = client.clone();
-    ///             async move { Ok::<_, String>(inputs.iter().map(|_| client.to_string()).collect()) }
-    ///         })
-    ///     })
-    ///     .unwrap();
-    /// assert!(engine.submit_blocking(1, 1).unwrap().starts_with("connection of shard"));
-    ///
-    /// let refused = Engine::<u64, u64, u64, String>::builder()
-    ///     .shards(2)
-    ///     .pin(false)
-    ///     .try_start(|shard| async move {
-    ///         if shard.index() == 1 {
-    ///             return Err("no route to the store");
-    ///         }
-    ///         Ok(|_key: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
-    ///     });
-    /// match refused {
-    ///     Err(StartError::Factory { shard, error }) => {
-    ///         assert_eq!((shard.index(), error), (1, "no route to the store"));
-    ///     }
-    ///     other => panic!("{other:?}"),
-    /// }
-    /// ```
-    pub fn try_start<F, Fut, B, FE>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError<FE>>
-    where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<B, FE>> + 'static,
-        B: BatchFn<K, I, O, E> + 'static,
-        FE: Send + 'static,
-    {
-        let plan = self.plan()?;
-        Engine::start(plan, move |shard| {
-            let making = factory(shard);
-            async move { making.await.map(PerBatch) }
-        })
-    }
-
     /// Keys' batches in one trip at most (default
     /// [`DEFAULT_MAX_TRIP_BATCHES`], at least 1), for
     /// [`start_trips`](Self::start_trips): when a slot is free, the shard
@@ -1152,94 +1097,8 @@ where
         self
     }
 
-    /// Like [`start`](Self::start), with a trip function: each call carries
-    /// the batches of up to [`max_trip_batches`](Self::max_trip_batches)
-    /// keys of one shard, for one round trip to the store, and returns one
-    /// result per batch in the order given (see [`TripFn`]). A trip takes
-    /// one slot (`max_in_flight_batches` bounds trips in flight per shard);
-    /// every per-key guarantee holds as with a batch function: a key is in
-    /// at most one trip in flight, and its batch is in rank order.
-    ///
-    /// ```
-    /// use ferry::Engine;
-    ///
-    /// let engine: Engine<u64, u64, u64, String> = Engine::builder()
-    ///     .shards(1)
-    ///     .pin(false)
-    ///     .max_trip_batches(128)
-    ///     .max_in_flight_batches(4)
-    ///     .start_trips(|_shard| |trip: Vec<(u64, Vec<u64>)>| async move {
-    ///         // One request to the store for every key in the trip goes here.
-    ///         trip.into_iter()
-    ///             .map(|(key, inputs)| Ok::<_, String>(inputs.iter().map(|n| key + n).collect()))
-    ///             .collect()
-    ///     })
-    ///     .unwrap();
-    /// assert_eq!(engine.submit_blocking(40, 2), Ok(42));
-    /// // The figures are published at the end of a shard's round, which may
-    /// // come after an answer: a flush waits for them.
-    /// futures::executor::block_on(engine.flush());
-    /// assert_eq!(engine.stats().total().trips, 1);
-    /// ```
-    pub fn start_trips<F, T>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>
-    where
-        F: Fn(ShardId) -> T + Send + Sync + 'static,
-        T: TripFn<K, I, O, E> + 'static,
-    {
-        self.try_start_trips(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
-    }
-
-    /// Like [`try_start`](Self::try_start), with a trip function (see
-    /// [`start_trips`](Self::start_trips)): the factory may await and fail
-    /// on each shard's own thread, and start is all or nothing.
-    ///
-    /// ```
-    /// use ferry::{Engine, ShardId};
-    ///
-    /// async fn connect(shard: ShardId) -> Result<std::rc::Rc<String>, String> {
-    ///     Ok(std::rc::Rc::new(format!("store of {shard}")))
-    /// }
-    ///
-    /// let engine: Engine<u64, u64, String, String> = Engine::builder()
-    ///     .shards(2)
-    ///     .pin(false)
-    ///     .try_start_trips(|shard| async move {
-    ///         let store = connect(shard).await?;
-    ///         Ok::<_, String>(move |trip: Vec<(u64, Vec<u64>)>| {
-    ///             let store = store.clone();
-    ///             async move {
-    ///                 trip.into_iter()
-    ///                     .map(|(_, inputs)| Ok(inputs.iter().map(|_| store.to_string()).collect()))
-    ///                     .collect()
-    ///             }
-    ///         })
-    ///     })
-    ///     .unwrap();
-    /// assert!(engine.submit_blocking(3, 1).unwrap().starts_with("store of shard"));
-    /// ```
-    pub fn try_start_trips<F, Fut, T, FE>(
-        self,
-        factory: F,
-    ) -> Result<Engine<K, I, O, E>, StartError<FE>>
-    where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<T, FE>> + 'static,
-        T: TripFn<K, I, O, E> + 'static,
-        FE: Send + 'static,
-    {
-        let limits = self.trip_limits()?;
-        let plan = self.plan()?;
-        Engine::start(plan, move |shard| {
-            let making = factory(shard);
-            async move {
-                let trip_fn = making.await?;
-                Ok(PerTrip { trip_fn, limits })
-            }
-        })
-    }
-
     /// The trip settings, validated.
-    fn trip_limits(&self) -> Result<TripLimits, ConfigError> {
+    pub(crate) fn trip_limits(&self) -> Result<TripLimits, ConfigError> {
         if self.trip.max_batches == 0 {
             return Err(ConfigError::new(
                 "max_trip_batches",
@@ -1251,83 +1110,6 @@ where
             return Err(ConfigError::new("max_trip_weight", "must be at least 1", 0));
         }
         Ok(self.trip)
-    }
-}
-
-impl<I, O, E> Builder<(), I, O, E, Unkeyed>
-where
-    I: Send + 'static,
-    O: Send + 'static,
-    E: Clone + Send + 'static,
-{
-    /// Validates the settings and starts the shards. `factory` is called
-    /// once on each shard's own thread; the batch function it returns
-    /// serves that shard and need not be `Send`.
-    ///
-    /// ```
-    /// use ferry::Batcher;
-    ///
-    /// let batcher: Batcher<u32, u32, String> = Batcher::builder()
-    ///     .shards(1)
-    ///     .pin(false)
-    ///     .start(|_shard| |inputs: Vec<u32>| async move {
-    ///         Ok::<_, String>(inputs.iter().map(|x| x * 10).collect())
-    ///     })
-    ///     .unwrap();
-    /// assert_eq!(batcher.submit_blocking(4), Ok(40));
-    /// ```
-    pub fn start<F, B, Fut>(self, factory: F) -> Result<Batcher<I, O, E>, StartError>
-    where
-        F: Fn(ShardId) -> B + Send + Sync + 'static,
-        B: Fn(Vec<I>) -> Fut + 'static,
-        Fut: Future<Output = Result<Vec<O>, E>>,
-    {
-        self.try_start(move |shard| std::future::ready(Ok::<_, Infallible>(factory(shard))))
-    }
-
-    /// Like [`start`](Self::start), with a factory that may await and fail,
-    /// run on each shard's own thread (see [`Builder::try_start`] of an
-    /// engine: the same all-or-nothing start).
-    ///
-    /// ```
-    /// use ferry::{Batcher, StartError};
-    ///
-    /// let failed = Batcher::<u32, u32, String>::builder()
-    ///     .shards(2)
-    ///     .pin(false)
-    ///     .try_start(|shard| async move {
-    ///         if shard.index() == 0 {
-    ///             panic!("the store's address is missing");
-    ///         }
-    ///         Ok::<_, String>(|inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
-    ///     });
-    /// match failed {
-    ///     Err(StartError::FactoryPanicked { shard, message }) => {
-    ///         assert_eq!(shard.index(), 0);
-    ///         assert!(message.contains("address is missing"));
-    ///     }
-    ///     other => panic!("{other:?}"),
-    /// }
-    /// ```
-    pub fn try_start<F, MakeFut, B, Fut, FE>(
-        self,
-        factory: F,
-    ) -> Result<Batcher<I, O, E>, StartError<FE>>
-    where
-        F: Fn(ShardId) -> MakeFut + Send + Sync + 'static,
-        MakeFut: Future<Output = Result<B, FE>> + 'static,
-        B: Fn(Vec<I>) -> Fut + 'static,
-        Fut: Future<Output = Result<Vec<O>, E>>,
-        FE: Send + 'static,
-    {
-        let plan = self.plan()?;
-        Batcher::start(plan, move |shard| {
-            let making = factory(shard);
-            async move {
-                let batch = making.await?;
-                Ok(PerBatch(move |(): (), inputs: Vec<I>| batch(inputs)))
-            }
-        })
     }
 }
 
@@ -1347,14 +1129,11 @@ fn check_sched_slice(slice: Duration) -> Result<(), ConfigError> {
 pub(crate) struct Plan<I> {
     /// One entry per shard: its CPU, if pinned.
     pub cpus: Vec<Option<usize>>,
-    pub lanes: LanesConfig,
-    pub max_in_flight_batches: usize,
-    pub intake_capacity: usize,
-    pub spin_before_park: Duration,
-    pub doze_before_park: Duration,
-    pub sched_slice: Duration,
+    /// What every shard is given, one `ShardConfig` for all: `id`,
+    /// `engine` and `cpu` are each shard's own, set as it starts
+    /// ([`Plan::shard_config`]); `runtime` may still be `Auto` here.
+    pub shard: ShardConfig,
     pub order: Order<I>,
     pub weigh: Option<Weigh<I>>,
     pub boundary: Option<Boundary<I>>,
-    pub runtime: Runtime,
 }

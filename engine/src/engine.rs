@@ -208,7 +208,7 @@ where
     }
 
     /// Submits many inputs at once, each for its key: the inputs of one
-    /// shard are handed over in one push, with at most one wake-up of that
+    /// shard are passed in one push, with at most one wake-up of that
     /// shard, instead of one per input (for a caller that has many at hand:
     /// a stream consumer's poll, a request that carries many updates).
     ///

@@ -86,14 +86,15 @@
 //! ```
 //!
 //! The batch function implements [`BatchFn`]; a shard is named by a
-//! [`ShardId`] and its figures are a [`ShardStats`] (its distributions as a
+//! [`ShardId`] and its figures are a [`ShardStats`] (listed, each with its
+//! [`Kind`], in `ShardStats::FIGURES`; its distributions as a
 //! [`Summary`] each, computed from a [`Distribution`] of
 //! [`Distributions`]; see [`Stats`]); a setting that breaks
-//! its rule is a [`ConfigError`]; [`LanesConfig`] holds a shard's bounds as
+//! its rule is a [`ConfigError`]; [`QueueConfig`] holds a shard's bounds as
 //! one value:
 //!
 //! ```
-//! use ferry::{BatchFn, ConfigError, LanesConfig, ShardId, ShardStats};
+//! use ferry::{BatchFn, ConfigError, Kind, QueueConfig, ShardId, ShardStats};
 //!
 //! fn is_batch_fn<B: BatchFn<u64, u32, u32, String>>(_: &B) {}
 //! let echo = |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) };
@@ -103,8 +104,9 @@
 //! assert_eq!((shard.index(), shard.to_string()), (1, "shard-1".to_string()));
 //! let figures = ShardStats { admitted: 1, ..ShardStats::default() };
 //! assert_eq!(figures.add(&figures).admitted, 2);
+//! assert!(ShardStats::FIGURES.contains(&("admitted", Kind::Counter)));
 //!
-//! let bounds = LanesConfig { max_batch_size: 0, ..LanesConfig::default() };
+//! let bounds = QueueConfig { max_batch_size: 0, ..QueueConfig::default() };
 //! let err: ConfigError = bounds.validate().unwrap_err();
 //! assert_eq!(err.field, "max_batch_size");
 //! ```
@@ -136,6 +138,7 @@ mod outcomes;
 mod reconnect;
 mod route;
 mod shards;
+mod start;
 mod start_error;
 mod stats;
 mod submit;
@@ -156,9 +159,11 @@ pub use start_error::StartError;
 pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
+#[allow(deprecated)]
+pub use ferry_shard::LanesConfig;
 pub use ferry_shard::{
-    BatchFn, ConfigError, FerryError, Hold, LanesConfig, Order, Outcome, Rank, Refused, Runtime,
-    ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    BatchFn, ConfigError, FerryError, Hold, Kind, Order, Outcome, QueueConfig, Rank, Refused,
+    Runtime, ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.

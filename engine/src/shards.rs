@@ -11,7 +11,7 @@ use ferry_shard::parts::{Carry, Queue, Waiter};
 use std::future::Future;
 
 use ferry_shard::{
-    Bundle, FerryError, Order, Outcomes, Refused, Runtime, Shard, ShardConfig, ShardId,
+    Bundle, FerryError, Order, Outcomes, QueueConfig, Refused, Runtime, Shard, ShardConfig, ShardId,
 };
 
 use crate::config::{Boundary, Plan, Weigh};
@@ -43,7 +43,8 @@ where
     order: Order<I>,
     weigh: Option<Weigh<I>>,
     boundary: Option<Boundary<I>>,
-    max_batch_weight: u64,
+    /// The shards' bounds, for the caller-side `TooHeavy` test.
+    bounds: QueueConfig,
     /// How long `submit_blocking` looks for its outcome before it parks.
     pub(crate) spin_before_park: Duration,
     threads: Vec<ThreadId>,
@@ -76,16 +77,17 @@ where
     {
         let factory = Arc::new(factory);
         let first = ShardId::new(0);
-        let (runtime, why_not_glommio) =
-            plan.runtime
-                .choose_saying_why(plan.cpus.len())
-                .map_err(|reason| StartError::Runtime {
-                    shard: first,
-                    reason,
-                })?;
+        let (runtime, why_not_glommio) = plan
+            .shard
+            .runtime
+            .choose_saying_why(plan.cpus.len())
+            .map_err(|reason| StartError::Runtime {
+                shard: first,
+                reason,
+            })?;
         let (list, runtime, why_not_glommio) = match Self::start_on(&plan, runtime, &factory) {
             Err(StartError::Runtime { reason, .. })
-                if plan.runtime == Runtime::Auto && runtime == Runtime::Glommio =>
+                if plan.shard.runtime == Runtime::Auto && runtime == Runtime::Glommio =>
             {
                 (
                     Self::start_on(&plan, Runtime::Tokio, &factory)?,
@@ -103,8 +105,8 @@ where
             order: plan.order,
             weigh: plan.weigh,
             boundary: plan.boundary,
-            max_batch_weight: plan.lanes.max_batch_weight,
-            spin_before_park: plan.spin_before_park,
+            bounds: plan.shard.lanes.clone(),
+            spin_before_park: plan.shard.spin_before_park,
         })
     }
 
@@ -227,7 +229,7 @@ where
         let rank = self.order.rank(input);
         let boundary = self.boundary.as_ref().map_or(0, |boundary| boundary(input));
         let weight = self.weigh.as_ref().map_or(1, |weigh| weigh(input));
-        if weight > self.max_batch_weight {
+        if self.bounds.is_too_heavy(weight) {
             Err(Refused::TooHeavy)
         } else {
             Ok((rank, boundary, weight))
@@ -344,12 +346,7 @@ impl<I> Plan<I> {
             engine,
             cpu,
             runtime,
-            lanes: self.lanes.clone(),
-            max_in_flight_batches: self.max_in_flight_batches,
-            intake_capacity: self.intake_capacity,
-            spin_before_park: self.spin_before_park,
-            doze_before_park: self.doze_before_park,
-            sched_slice: self.sched_slice,
+            ..self.shard.clone()
         }
     }
 }

@@ -497,9 +497,9 @@ fn past_a_queueing_bound_an_input_is_refused_full_and_handed_back(runtime: Runti
     // Each bound lets three inputs wait behind a busy slot, not a fourth.
     type Configure = fn(Builder<String, usize>) -> Builder<String, usize>;
     let cases: [(&str, Configure); 2] = [
-        ("max_queueing", |b| b.max_queueing(3)),
-        ("max_queued_weight", |b| {
-            b.max_queued_weight(6).weigh(|_: &String| 2)
+        ("max_waiting", |b| b.max_waiting(3)),
+        ("max_waiting_weight", |b| {
+            b.max_waiting_weight(6).weigh(|_: &String| 2)
         }),
     ];
     for (bound, configure) in cases {
@@ -864,7 +864,7 @@ fn once_quiet_the_stats_balance(runtime: Runtime) {
     let (batcher, _seen) = recording(runtime, |b| {
         b.shards(2)
             .max_batch_size(8)
-            .max_queueing(4)
+            .max_waiting(4)
             .max_batch_weight(10)
             .weigh(|input: &u64| input % 12 + 1)
     });

@@ -356,7 +356,7 @@ fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime, wa
     let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_batch_size(1)
             .max_in_flight_batches(1)
-            .max_queueing(10)
+            .max_waiting(10)
             .max_batch_weight(100)
             .weigh(|input: &u64| *input)
     });
@@ -370,7 +370,7 @@ fn g6_past_a_bound_submit_is_refused_at_once_with_the_input(runtime: Runtime, wa
         other => panic!("{other:?}"),
     }
     // Submitted one at a time, each seen by the shard before the next:
-    // one goes in flight, max_queueing (10) wait, the rest are refused Full.
+    // one goes in flight, max_waiting (10) wait, the rest are refused Full.
     let mut pending = Vec::new();
     for i in 0..15 {
         pending.push(engine.submit(i, 1));
@@ -404,9 +404,7 @@ fn g6_a_full_intake_refuses_at_once(runtime: Runtime, way: Way) {
     let open = Arc::new(AtomicBool::new(false));
     let seen: Seen = Arc::default();
     let engine = gated_engine(runtime, way, &open, &seen, |b| {
-        b.intake_capacity(4)
-            .max_queueing(4)
-            .max_in_flight_batches(1)
+        b.intake_capacity(4).max_waiting(4).max_in_flight_batches(1)
     });
     let _open_on_exit = Opener(open.clone());
     // At most 1 in flight + 4 waiting + 4 in the intake can be held.
@@ -446,7 +444,7 @@ fn g6_the_queued_weight_is_bounded_too(runtime: Runtime, way: Way) {
     let seen: Seen = Arc::default();
     let engine = gated_engine(runtime, way, &open, &seen, |b| {
         b.max_in_flight_batches(1)
-            .max_queued_weight(50)
+            .max_waiting_weight(50)
             .weigh(|input: &u64| *input)
     });
     let _open_on_exit = Opener(open.clone());
@@ -667,8 +665,11 @@ fn invalid_settings_are_typed_errors_naming_the_field(runtime: Runtime) {
             "max_in_flight_batches",
             Engine::builder().max_in_flight_batches(0),
         ),
-        ("max_queueing", Engine::builder().max_queueing(0)),
-        ("max_queued_weight", Engine::builder().max_queued_weight(0)),
+        ("max_waiting", Engine::builder().max_waiting(0)),
+        (
+            "max_waiting_weight",
+            Engine::builder().max_waiting_weight(0),
+        ),
         ("intake_capacity", Engine::builder().intake_capacity(0)),
     ];
     for (field, builder) in cases {

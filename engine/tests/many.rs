@@ -1,4 +1,4 @@
-//! `submit_many`: many inputs handed over in one push per shard, each still
+//! `submit_many`: many inputs passed in one push per shard, each still
 //! answered, bounded and refused on its own
 //! (docs/guarantees.md#flush-overload-and-withdrawal).
 

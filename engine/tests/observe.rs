@@ -195,7 +195,7 @@ fn refusals_are_counted_by_reason(runtime: Runtime) {
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
         .shards(1)
         .pin(false)
-        .max_queueing(1)
+        .max_waiting(1)
         .max_in_flight_batches(1)
         .weigh(|input: &u64| *input)
         .max_batch_weight(10)

@@ -1,5 +1,5 @@
 //! Overload without waste (docs/guarantees.md#flush-overload-and-withdrawal):
-//! `flush`, `max_queue_time`, `withdraw_on_drop`, `max_queueing_per_key`,
+//! `flush`, `max_queue_time`, `withdraw_on_drop`, `max_waiting_per_key`,
 //! and the accounting that ties them together — submitted = answered +
 //! refused + expired + withdrawn. Every test runs on both shard runtimes.
 
@@ -205,7 +205,7 @@ on_each_runtime!(a_full_key_is_refused_while_other_keys_are_admitted);
 fn a_full_key_is_refused_while_other_keys_are_admitted(runtime: Runtime) {
     let seen = Seen::default();
     let engine = engine(runtime, &seen, Duration::from_millis(300), |b| {
-        b.max_queueing_per_key(2)
+        b.max_waiting_per_key(2)
     });
     let busy = engine.submit(0, 1);
     wait_sent(&seen, 1);
@@ -236,8 +236,8 @@ fn every_submitted_input_is_accounted_for(runtime: Runtime) {
     let engine = engine(runtime, &seen, Duration::from_millis(5), |b| {
         b.max_queue_time(Duration::from_millis(3))
             .withdraw_on_drop(true)
-            .max_queueing_per_key(20)
-            .max_queueing(200)
+            .max_waiting_per_key(20)
+            .max_waiting(200)
             .max_batch_size(4)
     });
     let mut kept = Vec::new();

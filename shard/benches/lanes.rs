@@ -5,7 +5,7 @@
 //!
 //! - Inputs are spread evenly, one key after the other, over a *working set*
 //!   of keys: all `keys` when `keys * batch_size` inputs fit the default
-//!   `max_queueing` (1,000,000), else as many as fit. Once every key of the
+//!   `max_waiting` (1,000,000), else as many as fit. Once every key of the
 //!   working set has had `batch_size` inputs (a round), the working set moves
 //!   on to the next keys, so all `keys` keys come through in turn.
 //! - Every `batch_size` inputs, the next ready batch is taken and completed
@@ -24,11 +24,11 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ferry_shard::parts::Lanes;
-use ferry_shard::LanesConfig;
+use ferry_shard::QueueConfig;
 
 const KEYS: [u64; 3] = [1, 1_000, 1_000_000];
 const BATCH_SIZES: [usize; 2] = [1, 64];
-const QUEUEING_MAX: u64 = LanesConfig::DEFAULT_MAX_QUEUEING as u64;
+const QUEUEING_MAX: u64 = QueueConfig::DEFAULT_MAX_WAITING as u64;
 
 /// A stream of inputs over `keys` keys, batched by `batch_size`.
 struct Stream {
@@ -53,11 +53,11 @@ impl Stream {
     fn new(keys: u64, batch_size: usize) -> Self {
         let batch_size = batch_size as u64;
         let working_set = keys.min(QUEUEING_MAX / batch_size);
-        let lanes = Lanes::new(LanesConfig {
+        let lanes = Lanes::new(QueueConfig {
             max_batch_size: batch_size as usize,
             // One round waits, plus the round being admitted.
-            max_queueing: (2 * working_set * batch_size) as usize,
-            ..LanesConfig::default()
+            max_waiting: (2 * working_set * batch_size) as usize,
+            ..QueueConfig::default()
         });
         Self {
             lanes,
@@ -97,7 +97,7 @@ impl Stream {
         let key = self.next_key();
         let item = self.admitted;
         if self.lanes.admit(key, item, 0, 1, Duration::ZERO).is_err() {
-            panic!("refused: the bench sizes max_queueing for its steady state");
+            panic!("refused: the bench sizes max_waiting for its steady state");
         }
         self.admitted += 1;
     }

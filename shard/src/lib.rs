@@ -8,91 +8,57 @@
 //!   [`Answer`] and [`LocalAnswer`], and the stream [`Outcomes`] of a
 //!   bundle's inputs;
 //! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
-//!   [`FerryError`], [`LanesConfig`], [`Order`], [`Rank`], [`Refused`],
+//!   [`FerryError`], [`QueueConfig`], [`Order`], [`Rank`], [`Refused`],
 //!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
 //!   a key), [`usable_cpus`] (the process's affinity set) and the bounds
 //!   of a shard's time slice ([`MIN_SCHED_SLICE`], [`MAX_SCHED_SLICE`]).
 //!
-//! [`parts`] holds the pieces a shard is made of — the pure queues
-//! ([`Lanes`](parts::Lanes) per key, [`Fifo`](parts::Fifo) unkeyed) behind
-//! the [`Queue`](parts::Queue) seam, the runtime-free
-//! [`ShardCore`](parts::ShardCore), the [`Intake`](parts::Intake) — public
-//! so that they can be tested step by step and measured on their own;
-//! `ferry` uses none of them but the two queue types and their `Queue` and
-//! `Waiter` bounds, to name its shards.
+//! Inside, the crate is six layers, each a folder that names only its own
+//! and those below it (`tests/layers.rs` checks): `value` (pure values),
+//! `queue` (the pure disciplines `Lanes` and `Fifo` behind the `Queue`
+//! seam), `answer` (the answer cells), `core` (`ShardCore`: slots, replies,
+//! counts), `runtime` (the executor seam) and `thread` (intake, idle, the
+//! loop, the handle). The hidden module `parts` lends some of those pieces
+//! to tests, benchmarks and `ferry`'s shard types; it promises nothing.
 //!
 //! Most users want the crate `ferry` (the package `ferry-engine`).
-// No unsafe code but the two system calls of `slice.rs` and the answer
-// cell's shared memory (`answer_cell.rs`, `pool.rs`), which allow it for
+// No unsafe code but the two system calls of `runtime/slice.rs` and the answer
+// cell's shared memory (`answer/answer_cell.rs`, `answer/pool.rs`), which allow it for
 // themselves alone.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod answer_cell;
-mod batch_fn;
-mod batch_run;
-mod carry;
-mod clock;
-mod config;
+mod answer;
 mod core;
-mod cpus;
-mod error;
-mod executor;
-mod fifo;
-mod flush;
-mod flush_door;
-mod gather;
-mod handle;
-mod histogram;
-mod hold;
-mod idle;
-mod intake;
-mod key_hash;
-mod lane_index;
-mod lanes;
-mod local;
-mod longest;
-#[cfg(feature = "metrics")]
-mod metrics;
-mod nanos;
-mod observe;
-mod on_glommio;
-mod on_tokio;
-mod order;
-mod pool;
 mod queue;
-mod refused;
 mod runtime;
-mod shard_id;
-mod shard_loop;
-mod slice;
-mod stats;
 mod sync;
-mod tokio_context;
-mod trace;
-mod trip_fn;
+mod thread;
+mod value;
 
-pub use crate::core::Outcome;
-pub use batch_fn::BatchFn;
-pub use config::{ConfigError, LanesConfig};
-pub use cpus::usable_cpus;
-pub use error::FerryError;
-pub use flush_door::Flushed;
-pub use gather::Outcomes;
-pub use handle::{
-    Answer, Bundle, LocalAnswer, Shard, ShardConfig, SpawnTask, StartFailure, Starting,
+pub use crate::answer::gather::Outcomes;
+pub use crate::core::histogram::{Distribution, Summary};
+pub use crate::core::stats::{Distributions, Kind, ShardStats};
+pub use crate::runtime::choice::Runtime;
+pub use crate::runtime::cpus::usable_cpus;
+pub use crate::runtime::slice::{MAX_SCHED_SLICE, MIN_SCHED_SLICE};
+pub use crate::thread::flush_door::Flushed;
+pub use crate::thread::handle::{
+    Answer, Bundle, LocalAnswer, Shard, ShardConfig, StartFailure, Starting,
 };
-pub use histogram::{Distribution, Summary};
-pub use hold::Hold;
-pub use idle::DOZE_LOOK_EVERY;
-pub use key_hash::key_hash;
-pub use order::{Order, Rank};
-pub use refused::{Refusal, Refused};
-pub use runtime::Runtime;
-pub use shard_id::ShardId;
-pub use slice::{MAX_SCHED_SLICE, MIN_SCHED_SLICE};
-pub use stats::{Distributions, Kind, ShardStats};
-pub use trip_fn::TripFn;
+pub use crate::thread::idle::DOZE_LOOK_EVERY;
+pub use crate::thread::inbound::SpawnTask;
+pub use crate::value::batch_fn::BatchFn;
+#[allow(deprecated)]
+pub use crate::value::config::LanesConfig;
+pub use crate::value::config::{ConfigError, QueueConfig};
+pub use crate::value::error::{FerryError, Outcome};
+pub use crate::value::hold::Hold;
+pub use crate::value::key_hash::key_hash;
+pub use crate::value::order::{Order, Rank};
+pub use crate::value::refused::{Refusal, Refused};
+pub use crate::value::shard_id::ShardId;
+pub use crate::value::trip_fn::TripFn;
 
 /// A shard of per-key batching: one lane per key.
 pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
@@ -100,22 +66,30 @@ pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>,
 /// A shard of unkeyed batching: one stream in admission order.
 pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O, E>;
 
-/// The pieces a shard is made of, for step-by-step tests, simulations and
-/// micro-benchmarks. The engine reaches a shard only through [`Shard`].
+/// The pieces a shard is made of, for the crate's own tests (simulations,
+/// models, loom checks), its micro-benchmark, `ferry-bench`'s baselines
+/// and the engine's shard types. Hidden from the docs and outside any
+/// promise: they change with the shard's insides, and a user reaches a
+/// shard through [`Shard`]. Only what one of those users names is here;
+/// the answer cell's shared-memory insides (its state words and sending
+/// end) are not.
+#[doc(hidden)]
 pub mod parts {
-    pub use crate::answer_cell::{
-        answer_cell, local_answer_cell, Local, Receiver, Sender, Shared, Unsent, Word,
-    };
-    pub use crate::carry::{Carry, PerBatch, PerTrip};
-    pub use crate::core::{
-        BatchOutcome, Bundled, Dispatch, DispatchOf, Ended, FlushReply, Offer, Reply, ShardCore,
-        Submission, TripDispatch, TripDispatchOf, TripHeld, TripLimits, TripOutcome, Waiter,
-    };
-    pub use crate::fifo::{Fifo, FifoBatch, FifoItems};
-    pub use crate::flush::Generations;
-    pub use crate::gather::{Deliveries, GatherReply, Gathering, ToShard};
-    pub use crate::intake::Intake;
-    pub use crate::lanes::{Batch, BatchItems, LaneId, LaneState, Lanes};
-    pub use crate::nanos::Nanos;
-    pub use crate::queue::{Queue, Taken};
+    // `ferry` names these in its shards' types and starts.
+    pub use crate::core::carry::{Carry, PerBatch, PerTrip};
+    pub use crate::core::shard_core::{TripLimits, Waiter};
+    pub use crate::queue::fifo::Fifo;
+    pub use crate::queue::lanes::Lanes;
+    pub use crate::queue::seam::Queue;
+    // `ferry-bench`'s single-lock baseline drives `Lanes` by hand.
+    pub use crate::queue::lanes::Batch;
+    // The step-by-step tests: queues, core, intake and answer cells.
+    pub use crate::answer::answer_cell::{answer_cell, Receiver, Unsent};
+    pub use crate::answer::gather::{Deliveries, ToShard};
+    pub use crate::core::ended::{BatchOutcome, Ended, TripOutcome};
+    pub use crate::core::shard_core::{Bundled, Offer, Reply, ShardCore, Submission};
+    pub use crate::queue::fifo::FifoBatch;
+    pub use crate::queue::lanes::{LaneId, LaneState};
+    pub use crate::thread::intake::Intake;
+    pub use crate::value::nanos::Nanos;
 }

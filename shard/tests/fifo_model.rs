@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use ferry_shard::parts::{Fifo, FifoBatch};
-use ferry_shard::{LanesConfig, Refused};
+use ferry_shard::{QueueConfig, Refused};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
@@ -47,15 +47,15 @@ struct Bounds {
 }
 
 impl Bounds {
-    fn to_config(self) -> LanesConfig {
-        LanesConfig {
+    fn to_config(self) -> QueueConfig {
+        QueueConfig {
             max_batch_size: self.batch_size_max,
             max_batch_weight: self.batch_weight_max,
             max_batch_delay: at(self.delay_ticks),
-            max_queueing: self.queueing_max,
-            max_queued_weight: self.queued_weight_max,
+            max_waiting: self.queueing_max,
+            max_waiting_weight: self.queued_weight_max,
             max_queue_time: self.queue_time_ticks.map(at),
-            ..LanesConfig::default()
+            ..QueueConfig::default()
         }
     }
 }
@@ -556,7 +556,7 @@ fn ids(batch: Option<FifoBatch<u32>>) -> Vec<u32> {
 
 #[test]
 fn a_zero_delay_sends_whatever_is_waiting() {
-    let mut fifo = Fifo::new(LanesConfig::default());
+    let mut fifo = Fifo::new(QueueConfig::default());
     fifo.admit(1, 1, at(0)).unwrap();
     assert!(fifo.has_ready());
     assert_eq!(
@@ -576,10 +576,10 @@ fn a_zero_delay_sends_whatever_is_waiting() {
 
 #[test]
 fn a_partial_batch_waits_at_most_the_delay_from_its_oldest_input() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 10,
         max_batch_delay: at(100),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     fifo.admit(1, 1, at(10)).unwrap();
     fifo.admit(2, 1, at(60)).unwrap();
@@ -591,10 +591,10 @@ fn a_partial_batch_waits_at_most_the_delay_from_its_oldest_input() {
 
 #[test]
 fn after_a_take_the_deadline_follows_the_new_oldest_input() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: at(100),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for (item, arrival) in [(1, 0), (2, 5), (3, 40)] {
         fifo.admit(item, 1, at(arrival)).unwrap();
@@ -607,19 +607,19 @@ fn after_a_take_the_deadline_follows_the_new_oldest_input() {
 
 #[test]
 fn a_full_queue_goes_at_once_by_count_or_by_weight() {
-    let mut by_count = Fifo::new(LanesConfig {
+    let mut by_count = Fifo::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: at(100),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     by_count.admit(1, 1, at(0)).unwrap();
     by_count.admit(2, 1, at(0)).unwrap();
     assert_eq!(ids(by_count.take(at(0))), [1, 2]);
 
-    let mut by_weight = Fifo::new(LanesConfig {
+    let mut by_weight = Fifo::new(QueueConfig {
         max_batch_weight: 5,
         max_batch_delay: at(100),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     by_weight.admit(1, 2, at(0)).unwrap();
     assert!(by_weight.take(at(0)).is_none(), "weight 2 of 5");
@@ -630,10 +630,10 @@ fn a_full_queue_goes_at_once_by_count_or_by_weight() {
 
 #[test]
 fn a_batch_is_the_front_in_admission_order_within_both_bounds() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 3,
         max_batch_weight: 4,
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for (item, weight) in [(1, 1), (2, 1), (3, 1), (4, 1), (5, 3), (6, 4), (7, 0)] {
         fifo.admit(item, weight, at(0)).unwrap();
@@ -645,9 +645,9 @@ fn a_batch_is_the_front_in_admission_order_within_both_bounds() {
 
 #[test]
 fn several_batches_may_be_out_at_once() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 1,
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for item in 1..=3 {
         fifo.admit(item, 1, at(0)).unwrap();
@@ -659,10 +659,10 @@ fn several_batches_may_be_out_at_once() {
 
 #[test]
 fn close_makes_everything_ready() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: at(1_000),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for item in 1..=3 {
         fifo.admit(item, 1, at(0)).unwrap();
@@ -681,10 +681,10 @@ fn close_makes_everything_ready() {
 
 #[test]
 fn refusal_reasons_closed_before_too_heavy_before_full() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_weight: 5,
-        max_queueing: 1,
-        ..LanesConfig::default()
+        max_waiting: 1,
+        ..QueueConfig::default()
     });
     fifo.admit(1, 1, at(0)).unwrap();
     let reason = |fifo: &mut Fifo<u32>, weight| fifo.admit(9, weight, at(0)).unwrap_err();
@@ -696,10 +696,10 @@ fn refusal_reasons_closed_before_too_heavy_before_full() {
 
 #[test]
 fn both_queueing_bounds_refuse_and_hand_the_input_back() {
-    let mut by_count = Fifo::new(LanesConfig {
-        max_queueing: 2,
+    let mut by_count = Fifo::new(QueueConfig {
+        max_waiting: 2,
         max_batch_delay: at(10),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     by_count.admit("a", 1, at(0)).unwrap();
     by_count.admit("b", 1, at(0)).unwrap();
@@ -707,10 +707,10 @@ fn both_queueing_bounds_refuse_and_hand_the_input_back() {
     assert_eq!((refusal.item, refusal.reason), ("c", Refused::Full));
     assert_eq!(by_count.waiting(), 2);
 
-    let mut by_weight = Fifo::new(LanesConfig {
-        max_queued_weight: 10,
+    let mut by_weight = Fifo::new(QueueConfig {
+        max_waiting_weight: 10,
         max_batch_delay: at(10),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     by_weight.admit("a", 7, at(0)).unwrap();
     let refusal = by_weight.admit("b", 4, at(0)).unwrap_err();
@@ -721,9 +721,9 @@ fn both_queueing_bounds_refuse_and_hand_the_input_back() {
 
 #[test]
 fn a_panic_while_consuming_loses_only_that_batch() {
-    let mut fifo = Fifo::new(LanesConfig {
+    let mut fifo = Fifo::new(QueueConfig {
         max_batch_size: 2,
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for item in 1..=3 {
         fifo.admit(item, 1, at(0)).unwrap();
@@ -739,9 +739,9 @@ fn a_panic_while_consuming_loses_only_that_batch() {
 #[test]
 #[should_panic(expected = "max_batch_size")]
 fn an_invalid_config_is_refused_loudly() {
-    let _ = Fifo::<u32>::new(LanesConfig {
+    let _ = Fifo::<u32>::new(QueueConfig {
         max_batch_size: 0,
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
 }
 
@@ -749,7 +749,7 @@ fn an_invalid_config_is_refused_loudly() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "time went backwards")]
 fn time_going_backwards_is_caught_in_debug_builds() {
-    let mut fifo = Fifo::new(LanesConfig::default());
+    let mut fifo = Fifo::new(QueueConfig::default());
     fifo.admit(1, 1, at(5)).unwrap();
     let _ = fifo.take(at(4));
 }

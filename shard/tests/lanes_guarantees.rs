@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneState, Lanes};
-use ferry_shard::{LanesConfig, Refused};
+use ferry_shard::{QueueConfig, Refused};
 
 fn us(micros: u64) -> Duration {
     Duration::from_micros(micros)
 }
 
-fn config() -> LanesConfig {
-    LanesConfig::default()
+fn config() -> QueueConfig {
+    QueueConfig::default()
 }
 
 /// Admits `item` for `key` with rank 0 and weight 1, and expects it admitted.
@@ -29,7 +29,7 @@ fn admit<K: std::hash::Hash + Eq + Clone, T: std::fmt::Debug>(
 
 #[test]
 fn g1_one_batch_in_flight_per_key() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         ..config()
     });
@@ -57,7 +57,7 @@ fn g1_one_batch_in_flight_per_key() {
 
 #[test]
 fn g2_rank_order_with_ties_by_admission() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 10,
         max_batch_delay: us(100),
         ..config()
@@ -73,7 +73,7 @@ fn g2_rank_order_with_ties_by_admission() {
 
 #[test]
 fn g2_the_default_order_is_admission_order() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 4,
         ..config()
     });
@@ -85,7 +85,7 @@ fn g2_the_default_order_is_admission_order() {
 
 #[test]
 fn g3_one_key_per_batch() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 8,
         max_batch_delay: us(10),
         ..config()
@@ -136,9 +136,9 @@ fn g5_lane_removed_when_empty_and_idle() {
 
 #[test]
 fn g6_both_queueing_bounds_refuse_and_hand_the_input_back() {
-    // max_queueing counts waiting inputs.
-    let mut lanes = Lanes::new(LanesConfig {
-        max_queueing: 2,
+    // max_waiting counts waiting inputs.
+    let mut lanes = Lanes::new(QueueConfig {
+        max_waiting: 2,
         ..config()
     });
     admit(&mut lanes, "a", 1, us(0));
@@ -150,9 +150,9 @@ fn g6_both_queueing_bounds_refuse_and_hand_the_input_back() {
     let _batch = lanes.take(us(0)).unwrap();
     admit(&mut lanes, "c", 3, us(1));
 
-    // max_queued_weight counts their weight.
-    let mut lanes = Lanes::new(LanesConfig {
-        max_queued_weight: 5,
+    // max_waiting_weight counts their weight.
+    let mut lanes = Lanes::new(QueueConfig {
+        max_waiting_weight: 5,
         ..config()
     });
     lanes.admit("a", 1, 0, 3, us(0)).unwrap();
@@ -164,8 +164,8 @@ fn g6_both_queueing_bounds_refuse_and_hand_the_input_back() {
 
 #[test]
 fn refusal_reasons_closed_before_too_heavy_before_full() {
-    let mut lanes = Lanes::new(LanesConfig {
-        max_queueing: 1,
+    let mut lanes = Lanes::new(QueueConfig {
+        max_waiting: 1,
         max_batch_weight: 4,
         ..config()
     });
@@ -184,7 +184,7 @@ fn refusal_reasons_closed_before_too_heavy_before_full() {
 #[test]
 fn both_batch_bounds_size_and_weight() {
     // Size: at most max_batch_size inputs per batch.
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 3,
         ..config()
     });
@@ -200,7 +200,7 @@ fn both_batch_bounds_size_and_weight() {
 
     // Weight: a prefix of total weight <= max_batch_weight; it never skips
     // an input to fit a lighter one behind it, and carries at least one.
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 10,
         max_batch_weight: 5,
         ..config()
@@ -221,7 +221,7 @@ fn both_batch_bounds_size_and_weight() {
 
 #[test]
 fn full_lane_goes_at_once_and_partial_lane_waits_for_its_delay() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_weight: 10,
         max_batch_delay: us(50),
@@ -251,7 +251,7 @@ fn zero_delay_sends_a_lone_input_at_once() {
 
 #[test]
 fn g7_a_completed_lane_with_more_requeues_at_the_back() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 1,
         ..config()
     });
@@ -272,7 +272,7 @@ fn g7_a_completed_lane_with_more_requeues_at_the_back() {
 
 #[test]
 fn g8_due_time_counts_from_the_oldest_input_by_arrival_whatever_its_rank() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 10,
         max_batch_delay: us(10),
         ..config()
@@ -289,7 +289,7 @@ fn g8_due_time_counts_from_the_oldest_input_by_arrival_whatever_its_rank() {
 
 #[test]
 fn g8_after_a_batch_the_lane_is_due_from_its_oldest_remaining_input() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: us(10),
         ..config()
@@ -320,7 +320,7 @@ fn g8_after_a_batch_the_lane_is_due_from_its_oldest_remaining_input() {
 
 #[test]
 fn late_input_goes_in_the_next_batch_at_its_rank() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 10,
         ..config()
     });
@@ -339,7 +339,7 @@ fn late_input_goes_in_the_next_batch_at_its_rank() {
 
 #[test]
 fn a_lane_completed_before_its_deadline_still_becomes_due() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: us(10),
         ..config()
@@ -360,7 +360,7 @@ fn a_lane_completed_before_its_deadline_still_becomes_due() {
 
 #[test]
 fn due_lanes_are_served_in_the_order_they_became_due() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: us(10),
         ..config()
@@ -380,7 +380,7 @@ fn due_lanes_are_served_in_the_order_they_became_due() {
 
 #[test]
 fn g9_close_refuses_new_inputs_and_sends_everything_waiting_oldest_first() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: us(1_000),
         ..config()
@@ -456,7 +456,7 @@ fn time_going_backwards_is_caught_in_debug_builds() {
 /// ahead of a lane that was ready before that input even arrived.
 #[test]
 fn g7_a_lane_emptied_in_the_ready_line_and_given_a_new_input_does_not_keep_its_place() {
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_size: 2,
         max_batch_delay: us(100),
         max_queue_time: Some(us(10)),
@@ -494,10 +494,10 @@ fn g7_a_lane_emptied_in_the_ready_line_and_given_a_new_input_does_not_keep_its_p
 #[test]
 fn longest_lane_follows_expiry_and_withdrawal() {
     let t = Duration::from_millis;
-    let mut lanes = Lanes::new(LanesConfig {
+    let mut lanes = Lanes::new(QueueConfig {
         max_batch_delay: t(100),
         max_queue_time: Some(t(10)),
-        ..LanesConfig::default()
+        ..QueueConfig::default()
     });
     for item in 0..3 {
         lanes.admit("hot", item, 0, 1, t(0)).unwrap();

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneId, Lanes};
-use ferry_shard::LanesConfig;
+use ferry_shard::QueueConfig;
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ proptest! {
     #[test]
     fn the_gauge_is_a_lower_bound_exact_after_growth(steps in prop::collection::vec(step(), 1..200)) {
         let now = Duration::ZERO;
-        let mut lanes = Lanes::new(LanesConfig { max_batch_size: 3, ..LanesConfig::default() });
+        let mut lanes = Lanes::new(QueueConfig { max_batch_size: 3, ..QueueConfig::default() });
         let mut waiting: HashMap<u8, usize> = HashMap::new();
         let mut in_flight: Vec<LaneId> = Vec::new();
         for step in steps {

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneId, Lanes};
-use ferry_shard::LanesConfig;
+use ferry_shard::QueueConfig;
 
 const WAVES: u64 = 4;
 const KEYS_PER_WAVE: u64 = 250_000;
@@ -69,13 +69,13 @@ fn run_wave(lanes: &mut Lanes<u64, u64>, keys: std::ops::Range<u64>, mut now_us:
 
 #[test]
 fn g5_a_million_distinct_keys_leave_no_lane_and_no_growth() {
-    let mut lanes: Lanes<u64, u64> = Lanes::new(LanesConfig {
+    let mut lanes: Lanes<u64, u64> = Lanes::new(QueueConfig {
         // Smaller than the inputs per key, so a lane is taken more than
         // once and sometimes waits for its deadline after a batch.
         max_batch_size: 2,
         max_batch_delay: Duration::from_micros(20),
-        max_queueing: (KEYS_LIVE_MAX * INPUTS_PER_KEY) as usize,
-        ..LanesConfig::default()
+        max_waiting: (KEYS_LIVE_MAX * INPUTS_PER_KEY) as usize,
+        ..QueueConfig::default()
     });
     let mut now_us = 0;
     let mut after_first_wave = None;

@@ -31,7 +31,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use ferry_shard::parts::{LaneId, LaneState, Lanes};
-use ferry_shard::{key_hash, Hold, LanesConfig, Refused};
+use ferry_shard::{key_hash, Hold, QueueConfig, Refused};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
@@ -69,14 +69,14 @@ struct Bounds {
 }
 
 impl Bounds {
-    fn to_config(self) -> LanesConfig {
-        LanesConfig {
+    fn to_config(self) -> QueueConfig {
+        QueueConfig {
             max_batch_size: self.batch_size_max,
             max_batch_weight: self.batch_weight_max,
             max_batch_delay: at(self.delay_ticks),
-            max_queueing: self.queueing_max,
-            max_queued_weight: self.queued_weight_max,
-            max_queueing_per_key: self.queueing_per_key_max,
+            max_waiting: self.queueing_max,
+            max_waiting_weight: self.queued_weight_max,
+            max_waiting_per_key: self.queueing_per_key_max,
             max_queue_time: self.queue_time_ticks.map(at),
             // Withdrawal is driven through `withdraw_with` here; the flag is
             // the core's business.

@@ -6,7 +6,7 @@
 //! up to a preemption bound.
 //!
 //! Checked in every interleaving:
-//! - no lost wake-up: only the hand-over that finds the cell empty wakes
+//! - no lost wake-up: only the delivery that finds the cell empty wakes
 //!   the caller, and the caller is never left asleep while an outcome
 //!   waits (loom reports a deadlock if it is);
 //! - every input comes out exactly once, with its own outcome, and then the

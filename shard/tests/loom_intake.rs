@@ -12,7 +12,7 @@
 //! - no caller is left waiting: every push returns, with `Ok` or with its
 //!   own input handed back (`Closed` or `Full`).
 //!
-//! The shard thread runs the same steps as the loop in `src/runtime.rs`:
+//! The shard thread runs the same steps as the loop in `src/thread/shard_loop.rs`:
 //! look for close and seal, drain, stop once sealed and empty, else
 //! `prepare_sleep` and park until woken, then `awake`.
 //!

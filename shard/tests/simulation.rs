@@ -44,7 +44,7 @@
 //!   before its input is taken has it withdrawn, never sent (by the notice,
 //!   if it is among the first inputs of its lane, or by the take that
 //!   reaches it); one gone after the take has it sent and answered;
-//! - `max_queueing_per_key` with a hot key: `KeyFull` exactly when the
+//! - `max_waiting_per_key` with a hot key: `KeyFull` exactly when the
 //!   reference says, counting waiting inputs only;
 //! - flush requests at seeded moments: each is told exactly once every
 //!   input admitted before it is resolved, not before, and not after the
@@ -652,7 +652,7 @@ impl Sim {
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
-        // A `submit_many` caller's answers wait for the round's hand-over.
+        // A `submit_many` caller's answers wait for the round's delivery.
         self.core.deliver();
         let admitted = self.core.stats().admitted == admitted_before + 1;
         match expected_refusal {
@@ -2025,11 +2025,11 @@ fn submit(core: &mut Core, key: u32, id: u64, now: u64) -> Receiver<Outcome> {
 /// 2's input wait for its delay (docs/guarantees.md#terms).
 #[test]
 fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
-    let config = ferry_shard::LanesConfig {
+    let config = ferry_shard::QueueConfig {
         max_batch_size: 2,
         max_batch_delay: at(100),
         withdraw_on_drop: true,
-        ..ferry_shard::LanesConfig::default()
+        ..ferry_shard::QueueConfig::default()
     };
     let mut core = Core::new(config, 1);
     let _one = [submit(&mut core, 1, 0, 0), submit(&mut core, 1, 1, 0)];
@@ -2065,10 +2065,10 @@ fn g7_a_key_given_an_input_after_its_ready_lane_was_withdrawn_waits_its_turn() {
 /// then key 4 (ready at close), then key 1 (released last) (G9).
 #[test]
 fn close_while_a_trip_is_in_flight_sends_everything_waiting_in_the_next_trip() {
-    let config = ferry_shard::LanesConfig {
+    let config = ferry_shard::QueueConfig {
         max_batch_size: 2,
         max_batch_delay: at(1_000),
-        ..ferry_shard::LanesConfig::default()
+        ..ferry_shard::QueueConfig::default()
     };
     let limits = TripLimits {
         max_batches: 8,

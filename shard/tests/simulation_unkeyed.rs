@@ -20,7 +20,7 @@
 //!   fit the size and weight bounds; all batches one after the other are
 //!   the admitted inputs in admission order;
 //! - G6: the waiting count and weight are the reference's and within
-//!   `max_queueing` / `max_queued_weight`;
+//!   `max_waiting` / `max_waiting_weight`;
 //! - slots: at most `max_in_flight_batches` batches are out; a slot is never
 //!   left free while a batch is ready (the G8 analogue), and while a slot is
 //!   free the core's next deadline is never later than the oldest waiting
@@ -75,7 +75,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_shard::parts::{answer_cell, BatchOutcome, Fifo, Offer, Reply, ShardCore, Waiter};
-use ferry_shard::{FerryError, LanesConfig, Refused};
+use ferry_shard::{FerryError, QueueConfig, Refused};
 
 use answer::{try_answer, Caller, Dropped};
 use flushes::Flushes;
@@ -196,7 +196,7 @@ impl Overload {
 /// What one seed plays.
 #[derive(Clone, Debug)]
 struct Scenario {
-    config: LanesConfig,
+    config: QueueConfig,
     bounds: Bounds,
     arrivals: Vec<Arrival>,
     /// `None`: closed only once nothing else is left to happen.
@@ -253,15 +253,15 @@ impl Scenario {
             slots: rng.range(1, 4) as usize,
             queue_time: overload.queue_time,
         };
-        let config = LanesConfig {
+        let config = QueueConfig {
             max_batch_size: batch_size_max,
             max_batch_weight: batch_weight_max,
             max_batch_delay: at(delay),
-            max_queueing: queueing_max,
-            max_queued_weight: queued_weight_max,
+            max_waiting: queueing_max,
+            max_waiting_weight: queued_weight_max,
             max_queue_time: overload.queue_time.map(at),
             withdraw_on_drop: overload.withdraw_on_drop,
-            ..LanesConfig::default()
+            ..QueueConfig::default()
         };
         let burst_percent = rng.range(0, 70);
         let gap_max = rng.range(1, 12);
@@ -726,7 +726,7 @@ impl Sim {
             caller_waits = false;
             self.summary.dropped_callers += 1;
         }
-        // A `submit_many` caller's answers wait for the round's hand-over.
+        // A `submit_many` caller's answers wait for the round's delivery.
         self.core.deliver();
         let admitted = self.core.stats().admitted == admitted_before + 1;
         match expected_refusal {

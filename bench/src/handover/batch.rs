@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use crate::store::WRITE_ATTEMPTS_MAX;
 
-use super::rows::{RowConnection, Written};
+use super::row::Written;
+use super::rows::RowConnection;
 use super::Fence;
 
 /// An input of the handover: the next seq of a key, and the epoch its

@@ -55,7 +55,7 @@ pub struct Settings {
     /// Inputs per batch at most.
     pub max_batch_size: usize,
     /// Batches in flight per shard at most.
-    pub max_in_flight: usize,
+    pub max_in_flight_batches: usize,
     /// Inputs of one key outstanding on its owner at most.
     pub outstanding_per_key: usize,
 }
@@ -415,7 +415,7 @@ fn worker_args(settings: &Settings, index: usize) -> Vec<String> {
         format!("--store={}", store_url(&settings.store)),
         format!("--shards={}", settings.shards),
         format!("--max-batch-size={}", settings.max_batch_size),
-        format!("--max-in-flight={}", settings.max_in_flight),
+        format!("--max-in-flight-batches={}", settings.max_in_flight_batches),
         format!("--handover-outstanding={}", settings.outstanding_per_key),
     ];
     if settings.fence == Fence::Off {

@@ -24,6 +24,7 @@ pub mod batch;
 pub mod coordinator;
 pub mod protocol;
 pub mod report;
+pub mod row;
 pub mod rows;
 mod rows_pg;
 mod rows_redis;

@@ -15,7 +15,7 @@ use crate::store::admin_runtime;
 use crate::store::on_postgres::{connect, said};
 use crate::store::CONNECT_TIMEOUT;
 
-use super::rows::{RowState, StoredRow, Written};
+use super::row::{RowState, StoredRow, Written};
 use super::Fence;
 
 /// The table the handover creates, reads back and drops.

@@ -13,7 +13,7 @@ use redis::{Client, Script};
 use crate::store::admin_runtime;
 use crate::store::on_redis::connect;
 
-use super::rows::{RowState, StoredRow, Written};
+use super::row::{RowState, StoredRow, Written};
 use super::Fence;
 
 /// The prefix of every key the handover writes.

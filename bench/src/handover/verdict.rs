@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::rows::StoredRow;
+use super::row::StoredRow;
 use super::Fence;
 
 /// What the read-back found.

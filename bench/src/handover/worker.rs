@@ -48,7 +48,7 @@ pub struct WorkerSettings {
     /// Inputs per batch at most.
     pub max_batch_size: usize,
     /// Batches in flight per shard at most.
-    pub max_in_flight: usize,
+    pub max_in_flight_batches: usize,
     /// Inputs of one key submitted and not yet answered, at most.
     pub outstanding_per_key: usize,
     /// Whether writes check the owner epoch.
@@ -93,7 +93,7 @@ fn start_engine(
         .runtime(Runtime::Tokio)
         .max_batch_size(settings.max_batch_size)
         .max_batch_delay(Duration::ZERO)
-        .max_in_flight_batches(settings.max_in_flight)
+        .max_in_flight_batches(settings.max_in_flight_batches)
         .order(Order::by(|input: &Input| input.seq as i64))
         .try_start(move |_shard| {
             let (address, counters) = (address.clone(), Arc::clone(&counters));

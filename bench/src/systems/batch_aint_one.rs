@@ -3,7 +3,7 @@
 //! Keyed ([`BatchAintOne::start`]): one batch per key in flight like Ferry:
 //! `max_key_concurrency = 1`, the `Immediate` policy (a batch starts as soon
 //! as its key is free), `max_batch_size` from the command line, and its
-//! queue bounds raised to `max_queueing` so that it refuses no more than
+//! queue bounds raised to `max_waiting` so that it refuses no more than
 //! Ferry does.
 //!
 //! Unkeyed ([`BatchAintOne::start_unkeyed`]): the crate has no unkeyed
@@ -145,8 +145,8 @@ impl BatchAintOne {
         let limits = Limits::builder()
             .max_batch_size(settings.max_batch_size)
             .max_key_concurrency(key_concurrency.max(1))
-            .max_key_queued_items(settings.max_queueing)
-            .max_items_awaiting_worker(settings.max_queueing)
+            .max_key_queued_items(settings.max_waiting)
+            .max_items_awaiting_worker(settings.max_waiting)
             .build();
         let processor = StoreProcessor {
             pool,

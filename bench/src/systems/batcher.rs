@@ -4,7 +4,7 @@
 //! per batch.
 //!
 //! Set up like [`ferry`](super::ferry): the same shards, pinning, bounds,
-//! idle stages and runtime from the command line, `max_in_flight` batches
+//! idle stages and runtime from the command line, `max_in_flight_batches` batches
 //! at once per shard, one store connection per shard made in its factory. The batcher spreads inputs by caller thread (each keeps to
 //! one shard), so here a generator thread is a caller: with fewer
 //! generators than shards, some shards get no work.

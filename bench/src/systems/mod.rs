@@ -192,11 +192,11 @@ pub struct Settings {
     /// single-lock and single-lock-fifo run this many workers, and unkeyed
     /// batch-aint-one allows its key this many batches, per shard of the
     /// largest shard count measured.
-    pub max_in_flight: usize,
+    pub max_in_flight_batches: usize,
     /// Waiting inputs at most: per shard for ferry and batcher, in total for
     /// single-lock and single-lock-fifo, per key for batch-aint-one (in
     /// total, unkeyed).
-    pub max_queueing: usize,
+    pub max_waiting: usize,
     /// Tokio worker threads for single-lock, single-lock-fifo and
     /// batch-aint-one.
     pub tokio_workers: usize,

@@ -28,7 +28,7 @@ use futures::FutureExt;
 use tokio::sync::Notify;
 
 use ferry_shard::parts::{Batch, Lanes};
-use ferry_shard::LanesConfig;
+use ferry_shard::QueueConfig;
 
 use crate::store::{Pool, Store, StoreError};
 use crate::systems::{outputs, tokio_runtime, BatchCounts, Outcome, Settings, System};
@@ -68,11 +68,11 @@ impl SingleLock {
         store: Store,
         connections: usize,
     ) -> Result<Self, String> {
-        let lanes = Lanes::new(LanesConfig {
+        let lanes = Lanes::new(QueueConfig {
             max_batch_size: settings.max_batch_size,
             max_batch_delay: settings.max_batch_delay,
-            max_queueing: settings.max_queueing,
-            ..LanesConfig::default()
+            max_waiting: settings.max_waiting,
+            ..QueueConfig::default()
         });
         let runtime = tokio_runtime("single-lock", settings.tokio_workers, store)?;
         let pool = Pool::open(store, connections, Some(&runtime))?;

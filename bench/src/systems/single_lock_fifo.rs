@@ -145,7 +145,7 @@ impl SingleLockFifo {
             pool,
             batch_size_max,
             batch_delay_max: settings.max_batch_delay,
-            queued_max: settings.max_queueing,
+            queued_max: settings.max_waiting,
         });
         let workers = (0..workers.max(1))
             .map(|_| runtime.spawn(work(Arc::clone(&shared))))

@@ -239,7 +239,7 @@ pub fn the_command_line_injects_every_fault(server: &Private, left_behind: fn(&s
         .args(["--keys", &KEYS.to_string(), "--clients", "200"])
         .args(["--duration", "4s", "--warmup", "200ms", "--shards"])
         .arg(SHARDS.to_string())
-        .args(["--max-in-flight", &SLOTS.to_string()])
+        .args(["--max-in-flight-batches", &SLOTS.to_string()])
         .args(["--compare", "ferry,single-lock"])
         .args([
             "--fault",

@@ -38,7 +38,7 @@ fn settings(server: &Private, fence: Fence) -> Settings {
         fence,
         shards: 2,
         max_batch_size: 16,
-        max_in_flight: 16,
+        max_in_flight_batches: 16,
         outstanding_per_key: 4,
     }
 }

@@ -296,8 +296,8 @@ fn settings() -> Settings {
     Settings {
         max_batch_size: 16,
         max_batch_delay: Duration::ZERO,
-        max_in_flight: SLOTS,
-        max_queueing: 100_000,
+        max_in_flight_batches: SLOTS,
+        max_waiting: 100_000,
         tokio_workers: 2,
         pin: Some(false),
         spin_before_park: ferry::DEFAULT_SPIN_BEFORE_PARK,
@@ -374,7 +374,7 @@ fn the_command_line_runs_and_leaves_nothing(server: &Private, left_behind: fn(&s
             "--sweep-shards",
             "1,2",
         ])
-        .args(["--max-in-flight", &SLOTS.to_string()])
+        .args(["--max-in-flight-batches", &SLOTS.to_string()])
         .arg("--json")
         .arg(&json)
         .output()

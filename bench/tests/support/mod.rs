@@ -14,8 +14,8 @@ pub fn settings() -> Settings {
     Settings {
         max_batch_size: 16,
         max_batch_delay: Duration::ZERO,
-        max_in_flight: 8,
-        max_queueing: 10_000,
+        max_in_flight_batches: 8,
+        max_waiting: 10_000,
         tokio_workers: 2,
         pin: Some(false),
         spin_before_park: Duration::ZERO,

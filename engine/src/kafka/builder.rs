@@ -16,7 +16,7 @@ use crate::Engine;
 /// The default bound on a partition's records in the engine.
 pub const DEFAULT_MAX_UNANSWERED_PER_PARTITION: usize = 10_000;
 /// The default bound on all partitions' records in the engine together:
-/// a tenth of the engine's default `max_queueing` (per shard).
+/// a tenth of the engine's default `max_waiting` (per shard).
 pub const DEFAULT_MAX_UNANSWERED: usize = 100_000;
 /// The default bound on waiting for a revoked partition's records.
 pub const DEFAULT_REVOKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -146,7 +146,7 @@ where
     /// half have been answered. Default
     /// [`DEFAULT_MAX_UNANSWERED_PER_PARTITION`].
     ///
-    /// Keep the engine's `max_queueing_per_key`, if set, at or above it
+    /// Keep the engine's `max_waiting_per_key`, if set, at or above it
     /// (a key's records all come from one partition): see
     /// [`max_unanswered`](Self::max_unanswered).
     ///
@@ -168,7 +168,7 @@ where
     /// it, records read are held and their partitions paused until some
     /// are answered. Default [`DEFAULT_MAX_UNANSWERED`].
     ///
-    /// Keep it at or below the engine's `max_queueing` (a bound per shard,
+    /// Keep it at or below the engine's `max_waiting` (a bound per shard,
     /// and the records could all be one shard's), less what other callers
     /// of the engine may have waiting. A refusal decided on the caller's
     /// thread (the intake queue full, an input too heavy) is known before
@@ -186,7 +186,7 @@ where
     /// # let builder = Consumer::builder(engine, |r| Ok((r.key.clone().unwrap_or_default(), r.offset)))
     /// #     .bootstrap_servers("127.0.0.1:9092").group_id("g").topic("t");
     /// // The engine above queues up to 1,000,000 inputs per shard (its
-    /// // default `max_queueing`): a tenth of that is well under it.
+    /// // default `max_waiting`): a tenth of that is well under it.
     /// let builder = builder.max_unanswered(ferry::kafka::DEFAULT_MAX_UNANSWERED);
     /// let err = builder.max_unanswered(0).start().unwrap_err();
     /// assert!(err.to_string().contains("max_unanswered"), "{err}");

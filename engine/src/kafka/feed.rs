@@ -297,7 +297,7 @@ where
                 if passes(reason) || reason == Refused::Closed =>
             {
                 // Refused by the shard itself, after admission (its
-                // `max_queueing`, the key's `max_queueing_per_key`, or the
+                // `max_waiting`, the key's `max_waiting_per_key`, or the
                 // engine closing): held again, ahead of the later records
                 // still held. The partition's later records sent meanwhile
                 // may have gone ahead of it: counted apart, for the bounds

@@ -36,7 +36,7 @@ pub struct Progress {
     /// held and sent again, its partition paused meanwhile).
     pub refused: u64,
     /// Of `refused`, those a shard decided after admitting the record (its
-    /// `max_queueing`, or the key's `max_queueing_per_key`). Such a record
+    /// `max_waiting`, or the key's `max_waiting_per_key`). Such a record
     /// is held and sent again too, but a later record of its key may have
     /// been applied before it: keep the consumer's bounds under the
     /// engine's (see [`ConsumerBuilder::max_unanswered`]) so that this

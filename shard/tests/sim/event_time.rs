@@ -30,7 +30,7 @@ use std::time::Duration;
 use ferry_shard::parts::{
     answer_cell, BatchOutcome, Lanes, Offer, Receiver, ShardCore, Submission, Waiter,
 };
-use ferry_shard::{key_hash, FerryError, Hold, LanesConfig};
+use ferry_shard::{key_hash, FerryError, Hold, QueueConfig};
 
 use super::answer::try_answer;
 use super::rng::Rng;
@@ -88,8 +88,8 @@ impl Setup {
         }
     }
 
-    fn config(&self) -> LanesConfig {
-        LanesConfig {
+    fn config(&self) -> QueueConfig {
+        QueueConfig {
             max_batch_size: self.batch_size_max,
             max_batch_delay: at(self.delay_ms),
             hold: Some(Hold {
@@ -97,7 +97,7 @@ impl Setup {
                 ..Hold::new(at(self.lateness_ms))
             }),
             boundaries: self.bucket_ms.is_some(),
-            ..LanesConfig::default()
+            ..QueueConfig::default()
         }
     }
 

@@ -86,7 +86,7 @@ pub struct Reference {
 
 /// How far into a key's lane a withdrawal notice looks for inputs whose
 /// callers are gone (the shard's documented bound, `WITHDRAW_SCAN` in
-/// `core.rs`).
+/// `core/shard_core.rs`).
 pub const NOTICE_SCAN: usize = 128;
 
 impl Reference {
@@ -95,9 +95,9 @@ impl Reference {
         Self {
             batch_size_max: config.max_batch_size,
             batch_weight_max: config.max_batch_weight,
-            queueing_max: config.max_queueing,
-            queued_weight_max: config.max_queued_weight,
-            queueing_per_key_max: config.max_queueing_per_key,
+            queueing_max: config.max_waiting,
+            queued_weight_max: config.max_waiting_weight,
+            queueing_per_key_max: config.max_waiting_per_key,
             queue_time: scenario.overload.queue_time,
             delay: scenario.delay_ticks,
             slots: scenario.slots,

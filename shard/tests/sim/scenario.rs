@@ -3,7 +3,7 @@
 //! function's choices (latency, outcome) are drawn later, as batches start.
 //!
 //! The overload settings (`max_queue_time`, `withdraw_on_drop`,
-//! `max_queueing_per_key` with a hot key) and the moments of flushes,
+//! `max_waiting_per_key` with a hot key) and the moments of flushes,
 //! callers dropping and withdrawal notices come from a second generator, so
 //! that a seed that draws none of them (a *plain* seed) plays exactly the
 //! run it played before they existed.
@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_shard::LanesConfig;
+use ferry_shard::QueueConfig;
 
 use super::rng::Rng;
 
@@ -64,7 +64,7 @@ pub struct Overload {
     /// `max_queue_time`, in ticks.
     pub queue_time: Option<u64>,
     pub withdraw_on_drop: bool,
-    /// `max_queueing_per_key`.
+    /// `max_waiting_per_key`.
     pub queueing_per_key_max: Option<usize>,
     /// Percent of inputs that go to the hot key 0, besides its usual share.
     pub hot_percent: u64,
@@ -128,7 +128,7 @@ impl Overload {
 
 #[derive(Clone, Debug)]
 pub struct Scenario {
-    pub config: LanesConfig,
+    pub config: QueueConfig,
     pub delay_ticks: u64,
     pub slots: usize,
     pub keys: u32,
@@ -171,12 +171,12 @@ impl Scenario {
             rng.range(2, 8)
         };
         let delay_ticks = if rng.chance(40) { 0 } else { rng.range(1, 20) };
-        let max_queueing = if rng.chance(50) {
+        let max_waiting = if rng.chance(50) {
             1_000_000
         } else {
             rng.range(1, 30) as usize
         };
-        let max_queued_weight = if rng.chance(70) {
+        let max_waiting_weight = if rng.chance(70) {
             u64::MAX
         } else {
             rng.range(3, 40)
@@ -188,13 +188,13 @@ impl Scenario {
             && overload.hot_percent > 0
             && overload.queueing_per_key_max.is_none()
             && extra.chance(40);
-        let config = LanesConfig {
+        let config = QueueConfig {
             max_batch_size,
             max_batch_weight,
             max_batch_delay: at(delay_ticks),
-            max_queueing: if deep { 1_000_000 } else { max_queueing },
-            max_queued_weight: if deep { u64::MAX } else { max_queued_weight },
-            max_queueing_per_key: overload.queueing_per_key_max.unwrap_or(usize::MAX),
+            max_waiting: if deep { 1_000_000 } else { max_waiting },
+            max_waiting_weight: if deep { u64::MAX } else { max_waiting_weight },
+            max_waiting_per_key: overload.queueing_per_key_max.unwrap_or(usize::MAX),
             max_queue_time: overload.queue_time.map(at),
             withdraw_on_drop: overload.withdraw_on_drop,
             hold: None,

@@ -40,7 +40,7 @@ pub struct Bounds {
 
 /// How far into the queue a withdrawal notice looks for inputs whose
 /// callers are gone (the shard's documented bound, `WITHDRAW_SCAN` in
-/// `core.rs`).
+/// `core/shard_core.rs`).
 pub const NOTICE_SCAN: usize = 128;
 
 /// What one take does: the inputs it withdraws (every one of gone

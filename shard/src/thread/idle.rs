@@ -1,0 +1,692 @@
+//! How a shard with nothing to do waits for its next event, and the two
+//! wakers that reach it from other threads.
+//!
+//! # Three stages
+//!
+//! By how long the shard has had nothing to do (since its last work):
+//!
+//! 1. **Spin** (`spin_before_park`): look again at once, calling
+//!    `sched_yield` between looks. An event is seen within microseconds and
+//!    costs nobody a wake-up; the price is CPU time, but only time no other
+//!    thread of that CPU asked for.
+//! 2. **Doze** (`doze_before_park`): announce sleep through the intake
+//!    (the same handshake as parking, so no wake-up is lost) and block the
+//!    thread on a futex until the next look or the next lane deadline,
+//!    then give the runtime (glommio) a turn and look again. The first look
+//!    comes after [`DOZE_LOOK_EVERY`], each next one after as long again as
+//!    the shard has been idle: 7 looks span a 2 ms doze. A dozing shard
+//!    uses no CPU, and a caller or a batch answer wakes it with one `futex`
+//!    call. The runtime does not run while its thread dozes, so how often
+//!    the shard looks depends on what might wait for the runtime
+//!    ([`Looks`]): every `DOZE_LOOK_EVERY` while tasks spawned on the shard
+//!    are alive, growing while batches are in flight, never with neither.
+//!    Its own deadlines are waited for exactly.
+//! 3. **Park**: hand the wait to the runtime (glommio), which sleeps until
+//!    an event; glommio sleeps in `io_uring_enter`. Nothing runs until
+//!    something happens, but with glommio each sleep costs a process-wide
+//!    memory barrier (`membarrier`, an interrupt to every CPU running a
+//!    thread of the process) and each wake-up an `eventfd` write and an
+//!    `io_uring` round, far more than a futex on a virtual machine.
+//!
+//! A shard busy on and off (a store answering every few hundred
+//! microseconds, say) thus stays in the first two stages and never pays
+//! for parking; an idle one parks after `spin + doze`.
+//!
+//! Which stages run depends on what the shard waits for ([`Awaiting`]):
+//! with batches out to a store further away than the spin, it does not
+//! spin (it dozes from its last work, for `doze`); with batches that the
+//! runtime (glommio) wakes (their timers or I/O), it does not doze (it
+//! spins, then parks), since the runtime would not run while the thread
+//! blocks.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::thread::Thread;
+use std::time::Duration;
+
+use crate::thread::intake::Intake;
+use crate::value::nanos::nanos;
+
+/// How long a shard dozes before its first look: the runtime (glommio), with
+/// the timers and I/O of the thread's other tasks, gets a turn after this
+/// long, then after as long again as the shard has been idle; every this
+/// long while tasks spawned on the shard are alive.
+pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
+
+/// How often a dozing shard looks again, giving the runtime (glommio) a
+/// turn: its thread does not run the runtime while it dozes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Looks {
+    /// Every [`DOZE_LOOK_EVERY`]: tasks spawned on the shard are alive,
+    /// whose timers and I/O the runtime serves.
+    Often,
+    /// After `DOZE_LOOK_EVERY`, then after as long again as the shard has
+    /// been idle: batches are in flight, which might await the runtime's
+    /// timers or I/O (once one is seen to, the shard does not doze at all:
+    /// [`Awaiting::Runtime`]).
+    Growing,
+    /// Not before the doze ends or the next deadline: nothing on the thread
+    /// waits for the runtime (no batch in flight, no task spawned on it).
+    Never,
+}
+
+/// What an idle shard does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// Yield the CPU once and look again.
+    Spin,
+    /// Block on a futex for at most this long, then look again.
+    Doze(Duration),
+    /// Let the runtime (glommio) park the thread until an event.
+    Park,
+}
+
+/// How long each stage lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdlePolicy {
+    /// Spin while idle for less than this.
+    pub spin: Duration,
+    /// Then doze for this long.
+    pub doze: Duration,
+}
+
+impl IdlePolicy {
+    /// This policy if a spin pays ([`SpinOdds::pays`]), else the same
+    /// without its spin: an idle shard then dozes from its last work, or
+    /// parks at once when it awaits the runtime.
+    pub(crate) fn spinning(self, pays: bool) -> IdlePolicy {
+        if pays {
+            self
+        } else {
+            IdlePolicy {
+                spin: Duration::ZERO,
+                ..self
+            }
+        }
+    }
+
+    /// What a shard with `in_flight` batches out, whose batches typically
+    /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
+    /// batch was lately woken on the shard's own thread by the runtime
+    /// (glommio): by its reactor, for a timer or I/O the batch awaits, or by
+    /// a task of the thread.
+    pub(crate) fn awaiting(
+        &self,
+        in_flight: usize,
+        typical_batch: Duration,
+        runtime_wakes: bool,
+    ) -> Awaiting {
+        if runtime_wakes {
+            Awaiting::Runtime
+        } else if in_flight == 0 || typical_batch < self.spin {
+            Awaiting::Soon
+        } else {
+            Awaiting::Elsewhere
+        }
+    }
+
+    /// The stage for a shard idle for `idle_for`, whose next lane deadline
+    /// (if any) is `due_in` from now.
+    pub(crate) fn stage(
+        &self,
+        idle_for: Duration,
+        due_in: Option<Duration>,
+        awaiting: Awaiting,
+        looks: Looks,
+    ) -> Stage {
+        if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
+            return Stage::Spin;
+        }
+        // A skipped spin is not dozed instead: `doze` is the doze's length
+        // whatever came before it (so zero still means no doze).
+        let doze_ends = match awaiting {
+            Awaiting::Elsewhere => self.doze,
+            Awaiting::Soon | Awaiting::Runtime => self.spin.saturating_add(self.doze),
+        };
+        if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
+            return Stage::Park;
+        }
+        // Growing looks: the next comes after as long again as the shard
+        // has been idle, so a few span a long doze, where a look every
+        // `DOZE_LOOK_EVERY` would wake the thread dozens of times for
+        // nothing.
+        let next_look = match looks {
+            Looks::Often => DOZE_LOOK_EVERY,
+            Looks::Growing => DOZE_LOOK_EVERY.max(idle_for),
+            Looks::Never => Duration::MAX,
+        };
+        let mut wait = (doze_ends - idle_for).min(next_look);
+        if let Some(due_in) = due_in {
+            wait = wait.min(due_in);
+        }
+        Stage::Doze(wait)
+    }
+}
+
+/// What an idle shard is waiting for, which decides its stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Awaiting {
+    /// Something that may come any moment: nothing is in flight (the next
+    /// event is a caller's input), or batches come back within the spin.
+    /// Spin, doze, park.
+    Soon,
+    /// Answers from other threads, further away than the spin. Spinning
+    /// would not see one come, and a CPU that spins never looks idle to the
+    /// scheduler, which then keeps threads waiting for a CPU off it: doze
+    /// from the start, then park.
+    Elsewhere,
+    /// Events the runtime (glommio) delivers on this thread (the batches'
+    /// timers or I/O): the runtime must keep running, which it does not
+    /// while the thread dozes. Spin (each look gives the runtime a turn),
+    /// then park.
+    Runtime,
+}
+
+/// How long after a batch was last woken by the runtime (glommio) the shard
+/// still counts on the runtime's events.
+pub(crate) const RUNTIME_WAKE_MEMORY: Duration = Duration::from_millis(10);
+
+/// Where the shard's thread is, for telling the runtime's wake-ups apart.
+const NOT_A_SHARD: u8 = 0;
+/// In the shard's loop: a ring here is the loop's own doing (a batch that
+/// woke another while polled, or `FuturesUnordered` asking to be polled
+/// again after a long turn), not an event from outside.
+const IN_LOOP: u8 = 1;
+/// Out of the loop (the runtime's turn, or parked): a ring here comes from
+/// the reactor of the runtime (glommio), for a timer or I/O a batch awaits,
+/// or from another task.
+const OUT_OF_LOOP: u8 = 2;
+/// Rung while out of the loop.
+const RUNG_OUT_OF_LOOP: u8 = 3;
+
+thread_local! {
+    static WHERE: Cell<u8> = const { Cell::new(NOT_A_SHARD) };
+}
+
+/// The shard's loop resumes on this thread; returns whether a bell rang
+/// on it while the loop was out (see [`leave_loop`]).
+pub(crate) fn enter_loop() -> bool {
+    WHERE.with(|place| place.replace(IN_LOOP) == RUNG_OUT_OF_LOOP)
+}
+
+/// The shard's loop hands this thread to the runtime (glommio), or parks.
+pub(crate) fn leave_loop() {
+    WHERE.with(|place| {
+        if place.get() == IN_LOOP {
+            place.set(OUT_OF_LOOP);
+        }
+    });
+}
+
+fn note_ring_here() {
+    WHERE.with(|place| {
+        if place.get() == OUT_OF_LOOP {
+            place.set(RUNG_OUT_OF_LOOP);
+        }
+    });
+}
+
+/// Whether spinning has been paying for itself lately (the loop leaves the
+/// spin out of its [`IdlePolicy`] when not: [`IdlePolicy::spinning`]).
+///
+/// A spin that sees its event come saves a wake-up: a futex call for
+/// whoever rings, two context switches, and the shard's latency of coming
+/// back. A spin that does not costs the whole spin in CPU time that other
+/// threads of the CPU (the shard's own callers, often) could have used,
+/// and then the wake-up anyway. With a spin of tens of microseconds
+/// against a wake-up of a few, a spin pays only when nearly every idle gap
+/// ends within it. So the shard keeps a score of its idle gaps, whatever
+/// stage each was spent in: a gap shorter than the spin adds
+/// [`SpinOdds::HIT`], a longer one takes [`SpinOdds::MISS`] away, and the
+/// shard spins while the score is not negative: while at least 7 gaps in 8
+/// end within the spin. A spin's `sched_yield` that gave the CPU to another
+/// thread for long ([`NEIGHBOUR_RAN`]) means the CPU is wanted: the score
+/// drops below zero at once, and the shard dozes instead, off the run
+/// queue, until its event wakes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpinOdds {
+    score: i32,
+}
+
+/// A `sched_yield` that returns this long after it was called gave the CPU
+/// to another thread: one that needed it (a plain yield returns within a
+/// microsecond or two).
+pub(crate) const NEIGHBOUR_RAN: Duration = Duration::from_micros(20);
+
+impl SpinOdds {
+    /// What a gap within the spin adds to the score.
+    pub(crate) const HIT: i32 = 1;
+    /// What a gap longer than the spin takes away.
+    pub(crate) const MISS: i32 = 7;
+    /// The score's bounds: a change of load is followed within a few gaps
+    /// (16 hits bring a shard that stopped spinning back to it).
+    const BOUND: i32 = 16;
+
+    /// Counts an idle gap of `gap` (from the shard's last work to its next
+    /// event), for a spin of `spin`.
+    pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
+        let step = if gap < spin { Self::HIT } else { -Self::MISS };
+        self.score = (self.score + step).clamp(-Self::BOUND, Self::BOUND);
+    }
+
+    /// Counts a spin's yield that gave the CPU to another thread.
+    pub(crate) fn neighbour_ran(&mut self) {
+        self.score = self.score.min(0) - Self::MISS;
+        self.score = self.score.max(-Self::BOUND);
+    }
+
+    /// Whether the shard should spin when it runs out of work.
+    pub(crate) fn pays(&self) -> bool {
+        self.score >= 0
+    }
+}
+
+/// How long a shard's batches take, smoothed: each batch moves the estimate
+/// an eighth of the way to its own time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BatchTime {
+    typical_ns: u64,
+}
+
+impl BatchTime {
+    /// Counts a batch that took `took`, from its start to its outcome.
+    pub(crate) fn record(&mut self, took: Duration) {
+        let took_ns = nanos(took);
+        self.typical_ns = self.typical_ns - self.typical_ns / 8 + took_ns / 8;
+    }
+
+    /// The estimate (zero before any batch).
+    pub(crate) fn typical(&self) -> Duration {
+        Duration::from_nanos(self.typical_ns)
+    }
+}
+
+/// Wakes a dozing shard: unparks its thread. A wake that comes before the
+/// shard blocks is kept by the thread's park token, so it is not lost.
+#[derive(Debug)]
+pub(crate) struct Alarm(Thread);
+
+impl Alarm {
+    /// The alarm of the calling thread.
+    pub(crate) fn for_this_thread() -> Waker {
+        Waker::from(Arc::new(Alarm(std::thread::current())))
+    }
+}
+
+impl Wake for Alarm {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// The waker of the shard's batch futures: rings the shard's intake, so
+/// an answer that arrives on another thread reaches the shard whether it
+/// is running (one store and one load), dozing or parked.
+pub(crate) struct Bell<T>(Arc<Intake<T>>);
+
+impl<T: Send + 'static> Bell<T> {
+    /// A waker that rings `intake`.
+    pub(crate) fn waker(intake: Arc<Intake<T>>) -> Waker {
+        Waker::from(Arc::new(Bell(intake)))
+    }
+}
+
+impl<T: Send> Wake for Bell<T> {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        note_ring_here();
+        self.0.ring();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn stages_follow_each_other_by_idle_time() {
+        let policy = IdlePolicy {
+            spin: 20 * US,
+            doze: 1000 * US,
+        };
+        assert_eq!(
+            policy.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(19 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(20 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(
+            policy.stage(1000 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Doze(20 * US)
+        );
+        assert_eq!(
+            policy.stage(1020 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+        assert_eq!(
+            policy.stage(Duration::from_secs(9), None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+    }
+
+    #[test]
+    fn a_long_doze_looks_again_after_as_long_again_as_it_has_been_idle() {
+        let policy = IdlePolicy {
+            spin: Duration::ZERO,
+            doze: Duration::from_millis(2),
+        };
+        let doze = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
+        let doze_with = |idle_for, looks| policy.stage(idle_for, None, Awaiting::Elsewhere, looks);
+        assert_eq!(doze(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(doze(400 * US), Stage::Doze(400 * US));
+        assert_eq!(doze(1500 * US), Stage::Doze(500 * US), "ends with the doze");
+        // From the first look, the looks of a whole doze: 50, 100, 200, 400,
+        // 800 and 1,600 µs after its start, then its end.
+        let mut idle_for = Duration::ZERO;
+        let mut looks = 0;
+        while let Stage::Doze(wait) = doze(idle_for) {
+            idle_for += wait;
+            looks += 1;
+        }
+        assert_eq!((looks, idle_for), (7, Duration::from_millis(2)));
+        // A thread with tasks of its own looks every `DOZE_LOOK_EVERY`; one
+        // with nothing for the runtime dozes to the end.
+        assert_eq!(
+            doze_with(400 * US, Looks::Often),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(doze_with(1990 * US, Looks::Often), Stage::Doze(10 * US));
+        assert_eq!(doze_with(400 * US, Looks::Never), Stage::Doze(1600 * US));
+        assert_eq!(doze_with(2000 * US, Looks::Never), Stage::Park);
+        assert_eq!(
+            policy.stage(400 * US, Some(7 * US), Awaiting::Elsewhere, Looks::Never),
+            Stage::Doze(7 * US),
+            "a deadline still ends it"
+        );
+    }
+
+    #[test]
+    fn a_doze_ends_by_the_next_deadline() {
+        let policy = IdlePolicy {
+            spin: Duration::ZERO,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(
+            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon, Looks::Growing),
+            Stage::Doze(7 * US)
+        );
+        assert_eq!(
+            policy.stage(
+                Duration::ZERO,
+                Some(Duration::ZERO),
+                Awaiting::Soon,
+                Looks::Growing
+            ),
+            Stage::Doze(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn zero_durations_skip_their_stage() {
+        let park_at_once = IdlePolicy {
+            spin: Duration::ZERO,
+            doze: Duration::ZERO,
+        };
+        assert_eq!(
+            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+        let spin_then_park = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::ZERO,
+        };
+        assert_eq!(
+            spin_then_park.stage(49 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            spin_then_park.stage(50 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+        let never_park = IdlePolicy {
+            spin: Duration::MAX,
+            doze: Duration::MAX,
+        };
+        assert_eq!(
+            never_park.stage(
+                Duration::from_secs(3600),
+                None,
+                Awaiting::Soon,
+                Looks::Growing
+            ),
+            Stage::Spin
+        );
+    }
+
+    #[test]
+    fn without_spin_the_shard_dozes_from_its_last_work_for_the_doze_alone() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: 100 * US,
+        };
+        let elsewhere =
+            |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
+        assert_eq!(elsewhere(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(elsewhere(70 * US), Stage::Doze(30 * US));
+        assert_eq!(elsewhere(100 * US), Stage::Park);
+        // No doze configured: the skipped spin is not dozed instead.
+        let no_doze = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::ZERO,
+        };
+        assert_eq!(
+            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere, Looks::Growing),
+            Stage::Park
+        );
+    }
+
+    #[test]
+    fn what_the_shard_awaits() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        let ms = Duration::from_millis(1);
+        assert_eq!(policy.awaiting(0, ms, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 10 * US, false), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 50 * US, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Runtime);
+        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Runtime);
+    }
+
+    #[test]
+    fn a_spin_that_does_not_pay_is_left_out() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(policy.spinning(true), policy);
+        let no_spin = policy.spinning(false);
+        let soon = |idle_for| no_spin.stage(idle_for, None, Awaiting::Soon, Looks::Never);
+        assert_eq!(soon(Duration::ZERO), Stage::Doze(Duration::from_millis(2)));
+        assert_eq!(soon(Duration::from_millis(2)), Stage::Park);
+        // Awaiting the runtime: park at once, which hands it the thread.
+        assert_eq!(
+            no_spin.stage(Duration::ZERO, None, Awaiting::Runtime, Looks::Never),
+            Stage::Park
+        );
+        // Nothing in flight is still the next input, awaited by a doze.
+        assert_eq!(no_spin.awaiting(0, Duration::ZERO, false), Awaiting::Soon);
+    }
+
+    #[test]
+    fn a_spin_pays_while_nearly_every_gap_ends_within_it() {
+        let spin = 50 * US;
+        let mut odds = SpinOdds::default();
+        assert!(odds.pays(), "a new shard spins");
+        odds.gap(10 * US, spin);
+        odds.gap(60 * US, spin);
+        assert!(!odds.pays(), "one miss outweighs one hit");
+        for _ in 0..6 {
+            odds.gap(10 * US, spin);
+        }
+        assert!(odds.pays(), "7 hits to a miss");
+        // Long gaps stop the spin within a few, whatever came before.
+        for _ in 0..100 {
+            odds.gap(US, spin);
+        }
+        for _ in 0..3 {
+            odds.gap(spin, spin);
+        }
+        assert!(!odds.pays(), "a gap as long as the spin is a miss");
+        // And short ones bring it back within the bound.
+        for _ in 0..16 {
+            odds.gap(Duration::ZERO, spin);
+        }
+        assert!(odds.pays());
+    }
+
+    #[test]
+    fn a_neighbour_on_the_cpu_stops_the_spin_at_once() {
+        let spin = 50 * US;
+        let mut odds = SpinOdds::default();
+        for _ in 0..100 {
+            odds.gap(US, spin);
+        }
+        odds.neighbour_ran();
+        assert!(!odds.pays());
+        for _ in 0..100 {
+            odds.neighbour_ran();
+        }
+        let mut back = 0;
+        while !odds.pays() {
+            odds.gap(US, spin);
+            back += 1;
+        }
+        assert_eq!(back, 16, "the score is bounded below");
+    }
+
+    #[test]
+    fn runtime_driven_shards_spin_then_park_without_dozing() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(
+            policy.stage(49 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(50 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Park
+        );
+    }
+
+    #[test]
+    fn only_rings_on_the_shard_thread_while_the_loop_is_out_count_as_the_runtime() {
+        let intake = Arc::new(Intake::<u32>::new(4));
+        let bell = Bell::waker(Arc::clone(&intake));
+        std::thread::spawn(move || {
+            assert!(!enter_loop(), "nothing rang yet");
+            bell.wake_by_ref();
+            leave_loop();
+            assert!(!enter_loop(), "rung by the loop itself");
+            leave_loop();
+            let elsewhere = bell.clone();
+            std::thread::spawn(move || elsewhere.wake()).join().unwrap();
+            assert!(!enter_loop(), "rung on another thread");
+            leave_loop();
+            bell.wake_by_ref();
+            bell.wake_by_ref();
+            assert!(enter_loop(), "rung here while the loop was out");
+            leave_loop();
+            assert!(!enter_loop(), "taken once");
+        })
+        .join()
+        .unwrap();
+        // On a thread that never entered a loop, nothing is recorded.
+        Bell::waker(Arc::new(Intake::<u32>::new(1))).wake();
+        leave_loop();
+        WHERE.with(|place| assert_eq!(place.get(), NOT_A_SHARD));
+    }
+
+    #[test]
+    fn the_batch_time_follows_recent_batches() {
+        let mut took = BatchTime::default();
+        assert_eq!(took.typical(), Duration::ZERO);
+        for _ in 0..100 {
+            took.record(Duration::from_millis(2));
+        }
+        let settled = took.typical();
+        assert!(
+            settled > Duration::from_micros(1_990) && settled <= Duration::from_millis(2),
+            "{settled:?}"
+        );
+        // A run of instant batches brings it down within a few dozen.
+        for _ in 0..40 {
+            took.record(Duration::ZERO);
+        }
+        assert!(took.typical() < 50 * US, "{:?}", took.typical());
+        took.record(Duration::MAX);
+        assert!(took.typical() >= Duration::from_nanos(u64::MAX / 8));
+    }
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Counter(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_bell_wakes_a_sleeping_shard_once_and_an_awake_one_never() {
+        let intake = Arc::new(Intake::<u32>::new(4));
+        let bell = Bell::waker(Arc::clone(&intake));
+        let counter = Arc::new(Counter::default());
+        let shard_waker = Waker::from(Arc::clone(&counter));
+        let wakes = || counter.0.load(std::sync::atomic::Ordering::SeqCst);
+
+        // Awake: a ring is recorded, nobody is woken.
+        bell.wake_by_ref();
+        assert_eq!(wakes(), 0);
+        assert!(
+            !intake.prepare_sleep(&shard_waker, false, false),
+            "a ring not yet taken keeps the shard up"
+        );
+        intake.awake();
+        assert!(intake.take_rung());
+        assert!(!intake.take_rung(), "a ring is taken once");
+
+        // Asleep: rings from another thread wake it exactly once.
+        assert!(intake.prepare_sleep(&shard_waker, false, false));
+        std::thread::spawn(move || {
+            bell.wake_by_ref();
+            bell.wake_by_ref();
+        })
+        .join()
+        .unwrap();
+        assert_eq!(wakes(), 1);
+        intake.awake();
+        assert!(intake.take_rung());
+    }
+}
