@@ -339,7 +339,7 @@ fn run_system(workload: &Workload, kind: SystemKind) -> (usize, u64, Runtime) {
         max_in_flight_batches: 256,
         max_waiting: 1_000_000,
         tokio_workers: 2,
-        pin: false,
+        pin: Some(false),
         // As `steady`: no look costs a span of wall-clock time.
         spin_before_park: Duration::ZERO,
         doze_before_park: Duration::ZERO,

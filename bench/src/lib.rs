@@ -57,7 +57,7 @@
 //!     max_in_flight_batches: 64,
 //!     max_waiting: 100_000,
 //!     tokio_workers: 2,
-//!     pin: false,
+//!     pin: Some(false),
 //!     spin_before_park: Duration::ZERO,
 //!     doze_before_park: Duration::ZERO,
 //!     sched_slice: ferry::DEFAULT_SCHED_SLICE,

@@ -68,12 +68,12 @@ struct Args {
     #[arg(long, value_name = "keyed|unkeyed", default_value = "keyed")]
     mode: Keying,
 
-    /// Ferry (or batcher) shards [default: the CPUs this process may use;
-    /// with --handover, 2 per owner]
+    /// Ferry (or batcher) shards [default: the engine's, one per CPU this
+    /// process may use; with --handover, 2 per owner]
     ///
-    /// Threads, each pinned to one CPU of this process's affinity set (as
-    /// taskset or a container's cpuset gives it) when that set has enough
-    /// CPUs, unpinned otherwise
+    /// Threads, placed by the scheduler; with --pin, each pinned to one CPU
+    /// of this process's affinity set (as taskset or a container's cpuset
+    /// gives it) when that set has enough CPUs
     #[arg(long, value_name = "N")]
     shards: Option<usize>,
 
@@ -147,10 +147,14 @@ struct Args {
     #[arg(long, hide_short_help = true, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true, default_value = "5us")]
     store_key_cost: Duration,
 
-    /// Leave ferry's (or batcher's) shards unpinned (by default each is
-    /// pinned to a CPU of this process's affinity set when it has enough)
-    #[arg(long, hide_short_help = true)]
+    /// Leave ferry's (or batcher's) shards unpinned (the engine's default)
+    #[arg(long, hide_short_help = true, conflicts_with = "pin")]
     no_pin: bool,
+
+    /// Pin ferry's (or batcher's) shards, one to each of the first CPUs of
+    /// this process's affinity set, whatever their number (up to the CPUs)
+    #[arg(long, hide_short_help = true)]
+    pin: bool,
 
     /// How long a ferry (or batcher) shard that ran out of work keeps looking
     /// for more (yielding its CPU between looks) before it dozes: no wake-up
@@ -661,8 +665,7 @@ impl Args {
         if !self.sweep_shards.is_empty() {
             return self.sweep_shards.clone();
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        vec![self.shards.unwrap_or(cpus)]
+        vec![self.shards.unwrap_or_else(ferry::default_shards)]
     }
 
     fn describe(&self) -> String {
@@ -963,7 +966,11 @@ fn settings(args: &Args) -> Settings {
         max_in_flight_batches: args.max_in_flight_batches,
         max_waiting: args.max_waiting,
         tokio_workers: args.tokio_workers,
-        pin: !args.no_pin,
+        pin: match (args.pin, args.no_pin) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
         spin_before_park: args.spin_before_park,
         doze_before_park: args.doze_before_park,
         sched_slice: args.sched_slice,

@@ -165,7 +165,8 @@ pub type BatcherBuilder<I, O, E> = Builder<(), I, O, E, Unkeyed>;
 pub struct Builder<K, I, O, E, M = PerKey> {
     shards: Option<usize>,
     cpus: Option<Vec<usize>>,
-    pin: bool,
+    /// `None`: pinned when `cpus` names their CPUs.
+    pin: Option<bool>,
     lanes: QueueConfig,
     max_in_flight_batches: usize,
     intake_capacity: Option<usize>,
@@ -186,7 +187,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
         Self {
             shards: None,
             cpus: None,
-            pin: true,
+            pin: None,
             lanes: QueueConfig::default(),
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
@@ -236,8 +237,10 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// Number of shards (threads), at least 1. Default: the CPUs this
-    /// process may use. More shards than usable CPUs needs `pin(false)`.
+    /// Number of shards (threads), at least 1. Default:
+    /// [`default_shards`](crate::default_shards), one per CPU this process
+    /// may use. Pinned shards (`pin(true)`) must not outnumber the usable
+    /// CPUs.
     ///
     /// ```
     /// use ferry::Engine;
@@ -276,11 +279,19 @@ where
         self
     }
 
-    /// Whether shards are pinned to their CPUs (default `true`).
+    /// Whether shards are pinned to their CPUs. By default they are when
+    /// [`cpus`](Self::cpus) names their CPUs, and are not otherwise: they
+    /// share the CPUs with the callers and the scheduler places them.
     ///
     /// Pinning assumes those cores are the engine's: on a machine shared
-    /// with other busy processes, a pinned shard cannot move away from them
-    /// and its latency suffers; `pin(false)` lets the scheduler place it.
+    /// with other busy threads or processes, a pinned shard cannot move
+    /// away from them. On two CPUs shared with its callers and a build,
+    /// pinned shards measured more time waiting for their CPU than running,
+    /// and far less throughput than the same shards unpinned at times
+    /// (`docs/benchmarks.md`, "Where CPUs are shared"). `pin(true)` pins
+    /// shard `i` to the `i`-th usable CPU (where the cores are the
+    /// engine's own, as on a dedicated host or under a static CPU
+    /// manager); `pin(false)` never pins, even with `cpus`.
     ///
     /// ```
     /// use ferry::Engine;
@@ -294,7 +305,7 @@ where
     /// assert_eq!(engine.submit_blocking(9, 1), Ok(1));
     /// ```
     pub fn pin(mut self, pin: bool) -> Self {
-        self.pin = pin;
+        self.pin = Some(pin);
         self
     }
 
@@ -755,18 +766,19 @@ where
             ));
         }
         let usable = usable_cpus();
-        let shards = self.shards.unwrap_or(usable.len().max(1));
+        let shards = self.shards.unwrap_or_else(crate::default_shards);
         if shards == 0 {
             return Err(ConfigError::new("shards", "must be at least 1", 0));
         }
-        let cpus = if self.pin {
+        let pin = self.pin.unwrap_or(self.cpus.is_some());
+        let cpus = if pin {
             let cpus = match self.cpus {
                 Some(cpus) => cpus,
                 None => {
                     if shards > usable.len() {
                         return Err(ConfigError::new(
                             "shards",
-                            "must not exceed the usable CPUs unless pin(false) is set",
+                            "must not exceed the usable CPUs when pinned (pin(true))",
                             format!("{shards}, usable CPUs: {}", usable.len()),
                         ));
                     }
@@ -997,6 +1009,7 @@ where
     /// // A fresh one is held for half a second, then sent.
     /// let fresh = now_ms();
     /// assert_eq!(engine.submit_blocking(1, fresh), Ok(fresh));
+    /// futures::executor::block_on(engine.flush());
     /// assert_eq!(engine.stats().total().refused_late, 1);
     /// ```
     pub fn refuse_late(mut self, refuse: bool) -> Self {

@@ -129,6 +129,7 @@
 
 mod batcher;
 mod config;
+mod default_shards;
 mod engine;
 mod flush;
 #[cfg(feature = "kafka")]
@@ -148,6 +149,7 @@ pub use config::{
     DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_MAX_TRIP_BATCHES, DEFAULT_SCHED_SLICE,
     DEFAULT_SPIN_BEFORE_PARK,
 };
+pub use default_shards::default_shards;
 pub use engine::Engine;
 pub use flush::Flush;
 pub use outcomes::Outcomes;

@@ -137,6 +137,9 @@ where
     ///     })
     ///     .unwrap();
     /// assert_eq!(engine.submit_blocking(40, 2), Ok(42));
+    /// // The figures are published at the end of a shard's round, which may
+    /// // come after an answer: a flush waits for them.
+    /// futures::executor::block_on(engine.flush());
     /// assert_eq!(engine.stats().total().trips, 1);
     /// ```
     pub fn start_trips<F, T>(self, factory: F) -> Result<Engine<K, I, O, E>, StartError>

@@ -656,7 +656,7 @@ fn invalid_settings_are_typed_errors_naming_the_field(runtime: Runtime) {
     type Settings = ferry::Builder<u64, u64, u64, String>;
     let cases: Vec<(&str, Settings)> = vec![
         ("shards", Engine::builder().shards(0)),
-        ("shards", Engine::builder().shards(10_000)),
+        ("shards", Engine::builder().shards(10_000).pin(true)),
         ("cpus", Engine::builder().shards(2).cpus([0])),
         ("cpus", Engine::builder().shards(1).cpus([100_000])),
         ("max_batch_size", Engine::builder().max_batch_size(0)),
@@ -683,11 +683,10 @@ fn invalid_settings_are_typed_errors_naming_the_field(runtime: Runtime) {
         }
         assert!(err.to_string().contains(field), "{err}");
     }
-    // More shards than CPUs is fine without pinning.
+    // More shards than CPUs is fine without pinning (the default).
     let engine: Engine<u64, u64, u64, String> = Engine::builder()
         .runtime(runtime)
         .shards(4)
-        .pin(false)
         .start(|_| |_: u64, inputs: Vec<u64>| async move { Ok::<_, String>(inputs) })
         .unwrap();
     assert_eq!(engine.submit_blocking(1, 1), Ok(1));

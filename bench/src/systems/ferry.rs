@@ -173,9 +173,12 @@ where
 {
     let runtime = shard_runtime(settings.runtime, store)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let builder = match settings.pin {
+        Some(pin) => builder.pin(pin && shards <= cpus),
+        None => builder,
+    };
     Ok(builder
         .shards(shards)
-        .pin(settings.pin && shards <= cpus)
         .max_batch_size(settings.max_batch_size)
         .max_batch_delay(settings.max_batch_delay)
         .max_in_flight_batches(settings.max_in_flight_batches)

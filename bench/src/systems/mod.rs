@@ -200,9 +200,11 @@ pub struct Settings {
     /// Tokio worker threads for single-lock, single-lock-fifo and
     /// batch-aint-one.
     pub tokio_workers: usize,
-    /// Pin ferry's (or batcher's) shards to the first `shards` CPUs of the
-    /// process's affinity set (when it has that many).
-    pub pin: bool,
+    /// Pin ferry's (or batcher's) shards (`Some(true)`, to the first
+    /// `shards` CPUs of the process's affinity set, when it has that many),
+    /// leave them unpinned (`Some(false)`), or let the engine choose
+    /// (`None`: pinned when they take every CPU).
+    pub pin: Option<bool>,
     /// How long an idle ferry or batcher shard polls before it dozes.
     pub spin_before_park: Duration,
     /// How long an idle ferry or batcher shard then dozes before it parks.

@@ -299,7 +299,7 @@ fn settings() -> Settings {
         max_in_flight_batches: SLOTS,
         max_waiting: 100_000,
         tokio_workers: 2,
-        pin: false,
+        pin: Some(false),
         spin_before_park: ferry::DEFAULT_SPIN_BEFORE_PARK,
         doze_before_park: ferry::DEFAULT_DOZE_BEFORE_PARK,
         sched_slice: ferry::DEFAULT_SCHED_SLICE,

@@ -17,7 +17,7 @@ pub fn settings() -> Settings {
         max_in_flight_batches: 8,
         max_waiting: 10_000,
         tokio_workers: 2,
-        pin: false,
+        pin: Some(false),
         spin_before_park: Duration::ZERO,
         // Straight from work into the doze: the stage most runs use between
         // store answers.

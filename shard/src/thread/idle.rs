@@ -11,13 +11,16 @@
 //!    thread of that CPU asked for.
 //! 2. **Doze** (`doze_before_park`): announce sleep through the intake
 //!    (the same handshake as parking, so no wake-up is lost) and block the
-//!    thread on a futex, for at most [`DOZE_LOOK_EVERY`] or until the next
-//!    lane deadline, then give the runtime (glommio) a turn and look again.
-//!    A dozing shard uses no CPU, and a caller or a batch answer wakes it
-//!    with one `futex` call. The runtime does not run while its thread
-//!    dozes, so the timers and I/O of *other* tasks on the shard (its own
-//!    deadlines are waited for exactly) are looked at every
-//!    `DOZE_LOOK_EVERY`.
+//!    thread on a futex until the next look or the next lane deadline,
+//!    then give the runtime (glommio) a turn and look again. The first look
+//!    comes after [`DOZE_LOOK_EVERY`], each next one after as long again as
+//!    the shard has been idle: 7 looks span a 2 ms doze. A dozing shard
+//!    uses no CPU, and a caller or a batch answer wakes it with one `futex`
+//!    call. The runtime does not run while its thread dozes, so how often
+//!    the shard looks depends on what might wait for the runtime
+//!    ([`Looks`]): every `DOZE_LOOK_EVERY` while tasks spawned on the shard
+//!    are alive, growing while batches are in flight, never with neither.
+//!    Its own deadlines are waited for exactly.
 //! 3. **Park**: hand the wait to the runtime (glommio), which sleeps until
 //!    an event; glommio sleeps in `io_uring_enter`. Nothing runs until
 //!    something happens, but with glommio each sleep costs a process-wide
@@ -45,10 +48,28 @@ use std::time::Duration;
 use crate::thread::intake::Intake;
 use crate::value::nanos::nanos;
 
-/// The longest a shard dozes in one go, so that the runtime (glommio), with
-/// the timers and I/O of other tasks on the thread, gets a turn at least
-/// this often.
+/// How long a shard dozes before its first look: the runtime (glommio), with
+/// the timers and I/O of the thread's other tasks, gets a turn after this
+/// long, then after as long again as the shard has been idle; every this
+/// long while tasks spawned on the shard are alive.
 pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
+
+/// How often a dozing shard looks again, giving the runtime (glommio) a
+/// turn: its thread does not run the runtime while it dozes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Looks {
+    /// Every [`DOZE_LOOK_EVERY`]: tasks spawned on the shard are alive,
+    /// whose timers and I/O the runtime serves.
+    Often,
+    /// After `DOZE_LOOK_EVERY`, then after as long again as the shard has
+    /// been idle: batches are in flight, which might await the runtime's
+    /// timers or I/O (once one is seen to, the shard does not doze at all:
+    /// [`Awaiting::Runtime`]).
+    Growing,
+    /// Not before the doze ends or the next deadline: nothing on the thread
+    /// waits for the runtime (no batch in flight, no task spawned on it).
+    Never,
+}
 
 /// What an idle shard does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +92,20 @@ pub(crate) struct IdlePolicy {
 }
 
 impl IdlePolicy {
+    /// This policy if a spin pays ([`SpinOdds::pays`]), else the same
+    /// without its spin: an idle shard then dozes from its last work, or
+    /// parks at once when it awaits the runtime.
+    pub(crate) fn spinning(self, pays: bool) -> IdlePolicy {
+        if pays {
+            self
+        } else {
+            IdlePolicy {
+                spin: Duration::ZERO,
+                ..self
+            }
+        }
+    }
+
     /// What a shard with `in_flight` batches out, whose batches typically
     /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
     /// batch was lately woken on the shard's own thread by the runtime
@@ -98,6 +133,7 @@ impl IdlePolicy {
         idle_for: Duration,
         due_in: Option<Duration>,
         awaiting: Awaiting,
+        looks: Looks,
     ) -> Stage {
         if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
             return Stage::Spin;
@@ -111,7 +147,16 @@ impl IdlePolicy {
         if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
             return Stage::Park;
         }
-        let mut wait = (doze_ends - idle_for).min(DOZE_LOOK_EVERY);
+        // Growing looks: the next comes after as long again as the shard
+        // has been idle, so a few span a long doze, where a look every
+        // `DOZE_LOOK_EVERY` would wake the thread dozens of times for
+        // nothing.
+        let next_look = match looks {
+            Looks::Often => DOZE_LOOK_EVERY,
+            Looks::Growing => DOZE_LOOK_EVERY.max(idle_for),
+            Looks::Never => Duration::MAX,
+        };
+        let mut wait = (doze_ends - idle_for).min(next_look);
         if let Some(due_in) = due_in {
             wait = wait.min(due_in);
         }
@@ -180,6 +225,61 @@ fn note_ring_here() {
             place.set(RUNG_OUT_OF_LOOP);
         }
     });
+}
+
+/// Whether spinning has been paying for itself lately (the loop leaves the
+/// spin out of its [`IdlePolicy`] when not: [`IdlePolicy::spinning`]).
+///
+/// A spin that sees its event come saves a wake-up: a futex call for
+/// whoever rings, two context switches, and the shard's latency of coming
+/// back. A spin that does not costs the whole spin in CPU time that other
+/// threads of the CPU (the shard's own callers, often) could have used,
+/// and then the wake-up anyway. With a spin of tens of microseconds
+/// against a wake-up of a few, a spin pays only when nearly every idle gap
+/// ends within it. So the shard keeps a score of its idle gaps, whatever
+/// stage each was spent in: a gap shorter than the spin adds
+/// [`SpinOdds::HIT`], a longer one takes [`SpinOdds::MISS`] away, and the
+/// shard spins while the score is not negative: while at least 7 gaps in 8
+/// end within the spin. A spin's `sched_yield` that gave the CPU to another
+/// thread for long ([`NEIGHBOUR_RAN`]) means the CPU is wanted: the score
+/// drops below zero at once, and the shard dozes instead, off the run
+/// queue, until its event wakes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpinOdds {
+    score: i32,
+}
+
+/// A `sched_yield` that returns this long after it was called gave the CPU
+/// to another thread: one that needed it (a plain yield returns within a
+/// microsecond or two).
+pub(crate) const NEIGHBOUR_RAN: Duration = Duration::from_micros(20);
+
+impl SpinOdds {
+    /// What a gap within the spin adds to the score.
+    pub(crate) const HIT: i32 = 1;
+    /// What a gap longer than the spin takes away.
+    pub(crate) const MISS: i32 = 7;
+    /// The score's bounds: a change of load is followed within a few gaps
+    /// (16 hits bring a shard that stopped spinning back to it).
+    const BOUND: i32 = 16;
+
+    /// Counts an idle gap of `gap` (from the shard's last work to its next
+    /// event), for a spin of `spin`.
+    pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
+        let step = if gap < spin { Self::HIT } else { -Self::MISS };
+        self.score = (self.score + step).clamp(-Self::BOUND, Self::BOUND);
+    }
+
+    /// Counts a spin's yield that gave the CPU to another thread.
+    pub(crate) fn neighbour_ran(&mut self) {
+        self.score = self.score.min(0) - Self::MISS;
+        self.score = self.score.max(-Self::BOUND);
+    }
+
+    /// Whether the shard should spin when it runs out of work.
+    pub(crate) fn pays(&self) -> bool {
+        self.score >= 0
+    }
 }
 
 /// How long a shard's batches take, smoothed: each batch moves the estimate
@@ -260,22 +360,64 @@ mod tests {
             doze: 1000 * US,
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, None, Awaiting::Soon),
+            policy.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
             Stage::Spin
         );
-        assert_eq!(policy.stage(19 * US, None, Awaiting::Soon), Stage::Spin);
         assert_eq!(
-            policy.stage(20 * US, None, Awaiting::Soon),
+            policy.stage(19 * US, None, Awaiting::Soon, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(20 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Doze(DOZE_LOOK_EVERY)
         );
         assert_eq!(
-            policy.stage(1000 * US, None, Awaiting::Soon),
+            policy.stage(1000 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Doze(20 * US)
         );
-        assert_eq!(policy.stage(1020 * US, None, Awaiting::Soon), Stage::Park);
         assert_eq!(
-            policy.stage(Duration::from_secs(9), None, Awaiting::Soon),
+            policy.stage(1020 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Park
+        );
+        assert_eq!(
+            policy.stage(Duration::from_secs(9), None, Awaiting::Soon, Looks::Growing),
+            Stage::Park
+        );
+    }
+
+    #[test]
+    fn a_long_doze_looks_again_after_as_long_again_as_it_has_been_idle() {
+        let policy = IdlePolicy {
+            spin: Duration::ZERO,
+            doze: Duration::from_millis(2),
+        };
+        let doze = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
+        let doze_with = |idle_for, looks| policy.stage(idle_for, None, Awaiting::Elsewhere, looks);
+        assert_eq!(doze(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
+        assert_eq!(doze(400 * US), Stage::Doze(400 * US));
+        assert_eq!(doze(1500 * US), Stage::Doze(500 * US), "ends with the doze");
+        // From the first look, the looks of a whole doze: 50, 100, 200, 400,
+        // 800 and 1,600 µs after its start, then its end.
+        let mut idle_for = Duration::ZERO;
+        let mut looks = 0;
+        while let Stage::Doze(wait) = doze(idle_for) {
+            idle_for += wait;
+            looks += 1;
+        }
+        assert_eq!((looks, idle_for), (7, Duration::from_millis(2)));
+        // A thread with tasks of its own looks every `DOZE_LOOK_EVERY`; one
+        // with nothing for the runtime dozes to the end.
+        assert_eq!(
+            doze_with(400 * US, Looks::Often),
+            Stage::Doze(DOZE_LOOK_EVERY)
+        );
+        assert_eq!(doze_with(1990 * US, Looks::Often), Stage::Doze(10 * US));
+        assert_eq!(doze_with(400 * US, Looks::Never), Stage::Doze(1600 * US));
+        assert_eq!(doze_with(2000 * US, Looks::Never), Stage::Park);
+        assert_eq!(
+            policy.stage(400 * US, Some(7 * US), Awaiting::Elsewhere, Looks::Never),
+            Stage::Doze(7 * US),
+            "a deadline still ends it"
         );
     }
 
@@ -286,11 +428,16 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon),
+            policy.stage(Duration::ZERO, Some(7 * US), Awaiting::Soon, Looks::Growing),
             Stage::Doze(7 * US)
         );
         assert_eq!(
-            policy.stage(Duration::ZERO, Some(Duration::ZERO), Awaiting::Soon),
+            policy.stage(
+                Duration::ZERO,
+                Some(Duration::ZERO),
+                Awaiting::Soon,
+                Looks::Growing
+            ),
             Stage::Doze(Duration::ZERO)
         );
     }
@@ -302,7 +449,7 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon),
+            park_at_once.stage(Duration::ZERO, None, Awaiting::Soon, Looks::Growing),
             Stage::Park
         );
         let spin_then_park = IdlePolicy {
@@ -310,11 +457,11 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            spin_then_park.stage(49 * US, None, Awaiting::Soon),
+            spin_then_park.stage(49 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Spin
         );
         assert_eq!(
-            spin_then_park.stage(50 * US, None, Awaiting::Soon),
+            spin_then_park.stage(50 * US, None, Awaiting::Soon, Looks::Growing),
             Stage::Park
         );
         let never_park = IdlePolicy {
@@ -322,7 +469,12 @@ mod tests {
             doze: Duration::MAX,
         };
         assert_eq!(
-            never_park.stage(Duration::from_secs(3600), None, Awaiting::Soon),
+            never_park.stage(
+                Duration::from_secs(3600),
+                None,
+                Awaiting::Soon,
+                Looks::Growing
+            ),
             Stage::Spin
         );
     }
@@ -333,7 +485,8 @@ mod tests {
             spin: 50 * US,
             doze: 100 * US,
         };
-        let elsewhere = |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere);
+        let elsewhere =
+            |idle_for| policy.stage(idle_for, None, Awaiting::Elsewhere, Looks::Growing);
         assert_eq!(elsewhere(Duration::ZERO), Stage::Doze(DOZE_LOOK_EVERY));
         assert_eq!(elsewhere(70 * US), Stage::Doze(30 * US));
         assert_eq!(elsewhere(100 * US), Stage::Park);
@@ -343,7 +496,7 @@ mod tests {
             doze: Duration::ZERO,
         };
         assert_eq!(
-            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere),
+            no_doze.stage(Duration::ZERO, None, Awaiting::Elsewhere, Looks::Growing),
             Stage::Park
         );
     }
@@ -364,13 +517,86 @@ mod tests {
     }
 
     #[test]
+    fn a_spin_that_does_not_pay_is_left_out() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        assert_eq!(policy.spinning(true), policy);
+        let no_spin = policy.spinning(false);
+        let soon = |idle_for| no_spin.stage(idle_for, None, Awaiting::Soon, Looks::Never);
+        assert_eq!(soon(Duration::ZERO), Stage::Doze(Duration::from_millis(2)));
+        assert_eq!(soon(Duration::from_millis(2)), Stage::Park);
+        // Awaiting the runtime: park at once, which hands it the thread.
+        assert_eq!(
+            no_spin.stage(Duration::ZERO, None, Awaiting::Runtime, Looks::Never),
+            Stage::Park
+        );
+        // Nothing in flight is still the next input, awaited by a doze.
+        assert_eq!(no_spin.awaiting(0, Duration::ZERO, false), Awaiting::Soon);
+    }
+
+    #[test]
+    fn a_spin_pays_while_nearly_every_gap_ends_within_it() {
+        let spin = 50 * US;
+        let mut odds = SpinOdds::default();
+        assert!(odds.pays(), "a new shard spins");
+        odds.gap(10 * US, spin);
+        odds.gap(60 * US, spin);
+        assert!(!odds.pays(), "one miss outweighs one hit");
+        for _ in 0..6 {
+            odds.gap(10 * US, spin);
+        }
+        assert!(odds.pays(), "7 hits to a miss");
+        // Long gaps stop the spin within a few, whatever came before.
+        for _ in 0..100 {
+            odds.gap(US, spin);
+        }
+        for _ in 0..3 {
+            odds.gap(spin, spin);
+        }
+        assert!(!odds.pays(), "a gap as long as the spin is a miss");
+        // And short ones bring it back within the bound.
+        for _ in 0..16 {
+            odds.gap(Duration::ZERO, spin);
+        }
+        assert!(odds.pays());
+    }
+
+    #[test]
+    fn a_neighbour_on_the_cpu_stops_the_spin_at_once() {
+        let spin = 50 * US;
+        let mut odds = SpinOdds::default();
+        for _ in 0..100 {
+            odds.gap(US, spin);
+        }
+        odds.neighbour_ran();
+        assert!(!odds.pays());
+        for _ in 0..100 {
+            odds.neighbour_ran();
+        }
+        let mut back = 0;
+        while !odds.pays() {
+            odds.gap(US, spin);
+            back += 1;
+        }
+        assert_eq!(back, 16, "the score is bounded below");
+    }
+
+    #[test]
     fn runtime_driven_shards_spin_then_park_without_dozing() {
         let policy = IdlePolicy {
             spin: 50 * US,
             doze: Duration::from_millis(2),
         };
-        assert_eq!(policy.stage(49 * US, None, Awaiting::Runtime), Stage::Spin);
-        assert_eq!(policy.stage(50 * US, None, Awaiting::Runtime), Stage::Park);
+        assert_eq!(
+            policy.stage(49 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Spin
+        );
+        assert_eq!(
+            policy.stage(50 * US, None, Awaiting::Runtime, Looks::Growing),
+            Stage::Park
+        );
     }
 
     #[test]

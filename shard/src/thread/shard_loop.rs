@@ -46,7 +46,7 @@
 //! Everything the loop needs from its thread's executor goes through
 //! [`Executor`] (`executor.rs`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -70,7 +70,9 @@ use crate::runtime::executor::{self, Executor};
 use crate::runtime::slice::SliceChoice;
 use crate::thread::clock::Clock;
 use crate::thread::flush_door::FlushDoor;
-use crate::thread::idle::{self, BatchTime, IdlePolicy, Stage, RUNTIME_WAKE_MEMORY};
+use crate::thread::idle::{
+    self, BatchTime, IdlePolicy, Looks, SpinOdds, Stage, NEIGHBOUR_RAN, RUNTIME_WAKE_MEMORY,
+};
 use crate::thread::inbound::{Inbound, SharedIntake};
 use crate::thread::local::Nudge;
 use crate::value::nanos::Nanos;
@@ -168,8 +170,12 @@ where
     worked: bool,
     /// A task of the thread was made ready this round (one spawned here).
     spawned: bool,
+    /// Tasks spawned on the shard and not yet ended.
+    tasks: Rc<Cell<usize>>,
     yielded_at: Nanos,
     worked_at: Nanos,
+    /// Whether the shard's recent idle gaps say a spin pays.
+    spin_odds: SpinOdds,
     /// When a batch was last woken by the runtime: rung on this thread
     /// while the loop had handed the thread to it (see `idle::Awaiting`).
     runtime_woke_at: Option<Nanos>,
@@ -220,8 +226,10 @@ where
             timer: None,
             worked: false,
             spawned: false,
+            tasks: Rc::new(Cell::new(0)),
             yielded_at: Nanos::ZERO,
             worked_at: Nanos::ZERO,
+            spin_odds: SpinOdds::default(),
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
@@ -345,7 +353,7 @@ where
                     }
                 }
                 Some(Inbound::Spawn(task)) => {
-                    spawn_task::<R>(task);
+                    spawn_task::<R>(task, &self.tasks);
                     self.spawned = true;
                 }
                 Some(Inbound::Withdraw(hash)) => self.parts.core.borrow_mut().withdraw(hash),
@@ -550,7 +558,10 @@ where
         }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
-            self.worked_at = self.parts.clock.read();
+            let now = self.parts.clock.read();
+            let gap = now.saturating_sub(self.worked_at);
+            self.spin_odds.gap(gap, self.parts.idle.spin);
+            self.worked_at = now;
         }
         self.parts.intake.awake();
         woke
@@ -577,17 +588,21 @@ where
     /// Which idle stage this wait is in (see `idle.rs`).
     fn stage(&self) -> Stage {
         let now = self.parts.clock.latest();
-        let idle = &self.parts.idle;
+        let idle = self.parts.idle.spinning(self.spin_odds.pays());
         let due_in = self.timer.as_ref().map(|(due, _)| due.saturating_sub(now));
         let runtime_wakes = self
             .runtime_woke_at
             .is_some_and(|at| now.saturating_sub(at) < RUNTIME_WAKE_MEMORY);
-        let awaiting = idle.awaiting(
-            self.parts.core.borrow().in_flight(),
-            self.batches.took.typical(),
-            runtime_wakes,
-        );
-        idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting)
+        let in_flight = self.parts.core.borrow().in_flight();
+        let awaiting = idle.awaiting(in_flight, self.batches.took.typical(), runtime_wakes);
+        let looks = if self.tasks.get() > 0 {
+            Looks::Often
+        } else if in_flight > 0 {
+            Looks::Growing
+        } else {
+            Looks::Never
+        };
+        idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting, looks)
     }
 
     /// One look while waiting: anything happened? If not, spin, doze or
@@ -611,7 +626,12 @@ where
         let intake = &self.parts.intake;
         match stage {
             Stage::Spin => {
+                let before = self.parts.clock.read();
                 std::thread::yield_now();
+                let after = self.parts.clock.read();
+                if after.saturating_sub(before) >= NEIGHBOUR_RAN {
+                    self.spin_odds.neighbour_ran();
+                }
                 Poll::Ready(false)
             }
             Stage::Doze(wait) => {
@@ -657,12 +677,33 @@ where
     }
 }
 
-/// Runs a task sent to this shard beside the loop. Its panic stays its own:
-/// it ends the task, not the shard (G10).
-fn spawn_task<R: Executor>(task: crate::thread::inbound::SpawnTask) {
+/// Runs a task sent to this shard beside the loop, counted in `tasks`
+/// while it lives. Its panic stays its own: it ends the task, not the
+/// shard (G10).
+fn spawn_task<R: Executor>(task: crate::thread::inbound::SpawnTask, tasks: &Rc<Cell<usize>>) {
     if let Ok(future) = std::panic::catch_unwind(AssertUnwindSafe(task)) {
+        let alive = Alive::new(Rc::clone(tasks));
         R::spawn_local(Box::pin(
-            AssertUnwindSafe(future).catch_unwind().map(|_| ()),
+            AssertUnwindSafe(future)
+                .catch_unwind()
+                .map(move |_| drop(alive)),
         ));
+    }
+}
+
+/// Counts one live task: one more while it is held, one fewer once
+/// dropped (with its task, however the task ends).
+struct Alive(Rc<Cell<usize>>);
+
+impl Alive {
+    fn new(tasks: Rc<Cell<usize>>) -> Self {
+        tasks.set(tasks.get() + 1);
+        Alive(tasks)
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
     }
 }
