@@ -9,16 +9,14 @@
 //! run it played before they existed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ferry_shard::QueueConfig;
 
+use super::arrival::{at, Played};
 use super::rng::Rng;
 
-/// Simulated time is counted in ticks of one microsecond.
-pub fn at(tick: u64) -> Duration {
-    Duration::from_micros(tick)
-}
+/// A keyed caller's arrival.
+pub type Arrival = super::arrival::Arrival<Input>;
 
 /// One caller's input. `payload` makes "handed back unchanged" mean
 /// something more than an equal number.
@@ -34,28 +32,18 @@ pub struct Input {
     pub copies: Arc<()>,
 }
 
-impl Input {
-    /// The output the simulated store gives for this input.
-    pub fn output(&self) -> u64 {
+impl Played for Input {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn output(&self) -> u64 {
         self.id * 7 + u64::from(self.key)
     }
 
-    /// Whether some copy besides the scenario's own is still alive.
-    pub fn is_held(&self) -> bool {
+    fn is_held(&self) -> bool {
         Arc::strong_count(&self.copies) > 1
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct Arrival {
-    pub tick: u64,
-    pub input: Input,
-    pub rank: i64,
-    pub weight: u64,
-    /// The caller drops its future right after submitting.
-    pub drops_at_once: bool,
-    /// The caller drops its future this many ticks after submitting.
-    pub drops_after: Option<u64>,
 }
 
 /// The overload settings and moments of one seed; all off for a plain seed.
@@ -141,18 +129,6 @@ pub struct Scenario {
     /// Latest batch latency, in ticks.
     pub latency_max: u64,
     pub overload: Overload,
-}
-
-/// How a batch ends, as the batch function decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Plan {
-    Ok,
-    Fail,
-    Panic,
-    /// Returns this many outputs, never the right number.
-    WrongCount(usize),
-    /// Does not finish before the shard is closed.
-    HangUntilClose,
 }
 
 impl Scenario {
@@ -273,76 +249,6 @@ impl Scenario {
             latency_max: rng.range(0, 30),
             overload,
         }
-    }
-}
-
-impl Plan {
-    /// The batch function's choice for a batch of `len` inputs.
-    pub fn draw(rng: &mut Rng, len: usize) -> Self {
-        match rng.below(100) {
-            0..=69 => Plan::Ok,
-            70..=77 => Plan::Fail,
-            78..=85 => Plan::Panic,
-            86..=92 => {
-                let got = rng.range(0, len as u64 + 2) as usize;
-                Plan::WrongCount(if got == len { len + 1 } else { got })
-            }
-            _ => Plan::HangUntilClose,
-        }
-    }
-}
-
-/// How a load in flight ends: a trip, as the trip function decides, or a
-/// batch (a load of one), as the batch function does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TripPlan {
-    /// One result per batch, each as its plan says (`Ok`, `Fail` or
-    /// `WrongCount`).
-    Results(Vec<Plan>),
-    /// Panics, when called or while running: every batch fails.
-    Panic,
-    /// Returns this many results, never one per batch.
-    WrongResults(usize),
-}
-
-impl TripPlan {
-    /// A batch's plan as the plan of a load of one batch, and whether the
-    /// load hangs until close.
-    pub fn of_batch(plan: Plan) -> (Self, bool) {
-        match plan {
-            Plan::Panic => (TripPlan::Panic, false),
-            Plan::HangUntilClose => (TripPlan::Results(vec![Plan::Ok]), true),
-            plan => (TripPlan::Results(vec![plan]), false),
-        }
-    }
-
-    /// The trip function's choice for a trip of batches of `lens` inputs,
-    /// and whether the trip hangs until close.
-    pub fn draw(rng: &mut Rng, lens: &[usize]) -> (Self, bool) {
-        let plan = match rng.below(100) {
-            0..=7 => TripPlan::Panic,
-            8..=13 => {
-                let got = rng.range(0, lens.len() as u64 + 2) as usize;
-                TripPlan::WrongResults(if got == lens.len() {
-                    lens.len() + 1
-                } else {
-                    got
-                })
-            }
-            _ => TripPlan::Results(
-                lens.iter()
-                    .map(|&len| match rng.below(100) {
-                        0..=79 => Plan::Ok,
-                        80..=89 => Plan::Fail,
-                        _ => {
-                            let got = rng.range(0, len as u64 + 2) as usize;
-                            Plan::WrongCount(if got == len { len + 1 } else { got })
-                        }
-                    })
-                    .collect(),
-            ),
-        };
-        (plan, rng.chance(7))
     }
 }
 
