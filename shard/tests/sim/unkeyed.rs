@@ -331,19 +331,7 @@ fn dispatch(sim: &mut Sim<Unkeyed>) -> Result<bool, String> {
         ids.len(),
         dispatch.replies.len()
     );
-    for input in &dispatch.inputs {
-        let original = &sim.arrival(input.id).input;
-        ensure!(
-            input == original,
-            "input {} changed on its way: {input:?}",
-            input.id
-        );
-        ensure!(
-            sim.open.contains(&input.id),
-            "G4: input {} sent but not open (sent twice, or never admitted)",
-            input.id
-        );
-    }
+    sim.check_sent(&dispatch.inputs)?;
     let expected = want.sent.clone().unwrap_or_default();
     ensure!(
         ids == expected,

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::super::arrival::Played;
 use super::{ensure, Counts, Discipline, Model, Script, Sim};
 
 impl<D: Discipline> Sim<D> {
@@ -118,6 +119,23 @@ impl<D: Discipline> Sim<D> {
             stats.waiting,
             stats.sent - stats.answered
         );
+        Ok(())
+    }
+
+    /// Inputs just sent were admitted, are not sent twice, and come to the
+    /// batch function as their callers gave them.
+    pub fn check_sent(&self, inputs: &[D::Input]) -> Result<(), String> {
+        for input in inputs {
+            let id = input.id();
+            ensure!(
+                *input == self.arrival(id).input,
+                "input {id} changed on its way: {input:?}"
+            );
+            ensure!(
+                self.open.contains(&id),
+                "G4: input {id} sent but not open (sent twice, or never admitted)"
+            );
+        }
         Ok(())
     }
 

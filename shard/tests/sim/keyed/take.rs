@@ -81,22 +81,8 @@ pub fn dispatch(sim: &mut Sim<Keyed>) -> Result<bool, String> {
     let withdrawn_before = sim.core.stats().withdrawn;
     let load = take_load(sim)?;
 
-    // The inputs the shard let go of in this step are exactly the ones
-    // the takes withdrew: nobody else holds them any more.
-    let mut withdrawn_by_key: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
-    for &id in &withdrawable {
-        let input = &sim.scenario.arrivals[id as usize].input;
-        if !input.is_held() {
-            withdrawn_by_key.entry(input.key).or_default().insert(id);
-        }
-    }
+    let mut withdrawn_by_key = let_go(sim, &withdrawable, withdrawn_before)?;
     let withdrawn_now: usize = withdrawn_by_key.values().map(BTreeSet::len).sum();
-    let counted = sim.core.stats().withdrawn - withdrawn_before;
-    ensure!(
-        counted == withdrawn_now as u64,
-        "withdraw_on_drop: the take let go of {withdrawn_now} inputs of gone callers, \
-         the shard counts {counted} withdrawn"
-    );
     ensure!(
         slot_free || (load.is_none() && withdrawn_now == 0),
         "slots: the shard took from its lanes with every slot busy"
@@ -118,6 +104,58 @@ pub fn dispatch(sim: &mut Sim<Keyed>) -> Result<bool, String> {
     let Some(load) = load else {
         return Ok(false);
     };
+    let withdrawn = Withdrawn {
+        withdrawable,
+        by_key: withdrawn_by_key,
+        count: withdrawn_now,
+    };
+    carry(sim, load, withdrawn, weight_taken)?;
+    Ok(true)
+}
+
+/// What a take withdrew: the inputs of gone callers it could have, and
+/// those it did, by key, not yet matched to a batch.
+struct Withdrawn {
+    withdrawable: Vec<u64>,
+    by_key: BTreeMap<u32, BTreeSet<u64>>,
+    count: usize,
+}
+
+/// The inputs the shard let go of in a take are exactly the ones it
+/// withdrew: nobody else holds them any more, and the shard counts them.
+/// Those of `withdrawable` it let go of, by key.
+fn let_go(
+    sim: &Sim<Keyed>,
+    withdrawable: &[u64],
+    withdrawn_before: u64,
+) -> Result<BTreeMap<u32, BTreeSet<u64>>, String> {
+    let mut withdrawn_by_key: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for &id in withdrawable {
+        let input = &sim.scenario.arrivals[id as usize].input;
+        if !input.is_held() {
+            withdrawn_by_key.entry(input.key).or_default().insert(id);
+        }
+    }
+    let withdrawn_now: usize = withdrawn_by_key.values().map(BTreeSet::len).sum();
+    let counted = sim.core.stats().withdrawn - withdrawn_before;
+    ensure!(
+        counted == withdrawn_now as u64,
+        "withdraw_on_drop: the take let go of {withdrawn_now} inputs of gone callers, \
+         the shard counts {counted} withdrawn"
+    );
+    Ok(withdrawn_by_key)
+}
+
+/// Checks the load just taken, batch by batch (G1 within a trip, a slot
+/// free for it, a trip's bounds), and starts it. `weight_taken` is what
+/// the batches withdrawn whole in the take weighed.
+fn carry(
+    sim: &mut Sim<Keyed>,
+    load: Vec<Taken>,
+    mut withdrawn: Withdrawn,
+    mut weight_taken: u64,
+) -> Result<(), String> {
+    let sent_keys: Vec<u32> = load.iter().map(|taken| taken.key).collect();
     ensure!(
         sim.reference.in_flight < sim.reference.slots,
         "slots: a load started with {} of {} slots busy",
@@ -143,7 +181,8 @@ pub fn dispatch(sim: &mut Sim<Keyed>) -> Result<bool, String> {
     let mut batches = Vec::with_capacity(load.len());
     let (mut weight_sent, mut weight_first) = (0_u64, None);
     for taken in load {
-        let (batch, weighed) = check_batch(sim, taken, &withdrawable, &mut withdrawn_by_key)?;
+        let (batch, weighed) =
+            check_batch(sim, taken, &withdrawn.withdrawable, &mut withdrawn.by_key)?;
         weight_taken += weighed;
         weight_first.get_or_insert(weighed);
         weight_sent += batch
@@ -160,11 +199,11 @@ pub fn dispatch(sim: &mut Sim<Keyed>) -> Result<bool, String> {
         sim.summary.more.trips_of_several += u64::from(batches.len() > 1);
         sim.summary.more.trips_heavy_first +=
             u64::from(weight_first.is_some_and(|w| w > limits.max_weight));
-        sim.summary.more.trips_with_withdrawals += u64::from(withdrawn_now > 0);
+        sim.summary.more.trips_with_withdrawals += u64::from(withdrawn.count > 0);
     }
 
     sim.start(batches, trip);
-    Ok(true)
+    Ok(())
 }
 
 /// Checks one batch taken out of the core (alone, or as one of a
@@ -193,58 +232,9 @@ fn check_batch(
             input.id,
             input.key
         );
-        let original = &sim.scenario.arrivals[input.id as usize].input;
-        ensure!(
-            input == original,
-            "input {} changed on its way: {input:?}",
-            input.id
-        );
-        ensure!(
-            sim.open.contains(&input.id),
-            "G4: input {} sent but not open (sent twice, or never admitted)",
-            input.id
-        );
     }
-    let lane = sim
-        .reference
-        .lanes
-        .get(&key)
-        .ok_or_else(|| format!("key {key} dispatched but it has no waiting input"))?;
-    ensure!(
-        !lane.busy,
-        "G1: key {key} dispatched while its batch is in flight"
-    );
-
-    // G7, G8: the lane is ready, and none has been ready longer.
-    ensure!(
-        lane.ready_since.is_some(),
-        "G8: key {key} dispatched before it is ready (partial and not due)"
-    );
-    // Strictly, no other lane may have become ready before this one. A
-    // lane that became due while every slot was busy may join the line
-    // any time until a slot is next looked for, so otherwise only a lane
-    // surely in line before this one became ready must not be overtaken.
-    // (In a trip, the lanes taken before this one are busy by now.)
-    let ready = sim.reference.ready();
-    let &(_, since, _) = ready
-        .iter()
-        .find(|(k, _, _)| *k == key)
-        .expect("checked ready above");
-    for &(other, other_since, other_seen) in &ready {
-        let overtaken = if sim.discipline.strict_fairness {
-            other_since < since
-        } else {
-            other_seen < since
-        };
-        ensure!(
-            !overtaken,
-            "G7: key {key} (ready since {since}) dispatched before key {other} \
-             (ready since {other_since}, in line since {other_seen})"
-        );
-    }
-    if ready.len() > 1 {
-        sim.summary.more.contended += 1;
-    }
+    sim.check_sent(&taken.inputs)?;
+    check_turn(sim, key)?;
 
     // G2: exactly the lowest (rank, admission) inputs waiting, less those
     // whose callers are gone, withdrawn in the same step.
@@ -438,4 +428,50 @@ fn withdraw_whole_batches(
         sim.summary.batches_withdrawn_whole += 1;
         first = false;
     }
+}
+
+/// G1, G7, G8 for a batch of `key` just taken: its lane was not busy, it
+/// was ready, and no lane had been ready longer.
+fn check_turn(sim: &mut Sim<Keyed>, key: u32) -> Result<(), String> {
+    let lane = sim
+        .reference
+        .lanes
+        .get(&key)
+        .ok_or_else(|| format!("key {key} dispatched but it has no waiting input"))?;
+    ensure!(
+        !lane.busy,
+        "G1: key {key} dispatched while its batch is in flight"
+    );
+
+    // G7, G8: the lane is ready, and none has been ready longer.
+    ensure!(
+        lane.ready_since.is_some(),
+        "G8: key {key} dispatched before it is ready (partial and not due)"
+    );
+    // Strictly, no other lane may have become ready before this one. A
+    // lane that became due while every slot was busy may join the line
+    // any time until a slot is next looked for, so otherwise only a lane
+    // surely in line before this one became ready must not be overtaken.
+    // (In a trip, the lanes taken before this one are busy by now.)
+    let ready = sim.reference.ready();
+    let &(_, since, _) = ready
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .expect("checked ready above");
+    for &(other, other_since, other_seen) in &ready {
+        let overtaken = if sim.discipline.strict_fairness {
+            other_since < since
+        } else {
+            other_seen < since
+        };
+        ensure!(
+            !overtaken,
+            "G7: key {key} (ready since {since}) dispatched before key {other} \
+             (ready since {other_since}, in line since {other_seen})"
+        );
+    }
+    if ready.len() > 1 {
+        sim.summary.more.contended += 1;
+    }
+    Ok(())
 }
