@@ -83,6 +83,7 @@
 mod sim {
     pub mod answer;
     pub mod arrival;
+    pub mod draws;
     pub mod event_time;
     pub mod flushes;
     pub mod harness;

@@ -65,6 +65,7 @@
 mod sim {
     pub mod answer;
     pub mod arrival;
+    pub mod draws;
     pub mod flushes;
     pub mod harness;
     pub mod plan;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ferry_shard::QueueConfig;
 
 use super::arrival::{at, Played};
+use super::draws::{self, QueueBounds};
 use super::rng::Rng;
 
 /// A keyed caller's arrival.
@@ -94,14 +95,7 @@ impl Overload {
         } else {
             0
         };
-        let flush_ticks = if rng.chance(60) {
-            let count = rng.range(1, 8);
-            let mut ticks: Vec<u64> = (0..count).map(|_| rng.range(0, 400)).collect();
-            ticks.sort_unstable();
-            ticks
-        } else {
-            Vec::new()
-        };
+        let flush_ticks = draws::flush_ticks(rng);
         Self {
             queue_time,
             withdraw_on_drop,
@@ -136,27 +130,13 @@ impl Scenario {
     /// the same order; `extra` draws the overload settings and moments.
     pub fn generate(rng: &mut Rng, extra: &mut Rng) -> Self {
         let overload = Overload::generate(extra);
-        let max_batch_size = if rng.chance(10) {
-            64
-        } else {
-            rng.range(1, 5) as usize
-        };
-        let max_batch_weight = if rng.chance(50) {
-            u64::MAX
-        } else {
-            rng.range(2, 8)
-        };
-        let delay_ticks = if rng.chance(40) { 0 } else { rng.range(1, 20) };
-        let max_waiting = if rng.chance(50) {
-            1_000_000
-        } else {
-            rng.range(1, 30) as usize
-        };
-        let max_waiting_weight = if rng.chance(70) {
-            u64::MAX
-        } else {
-            rng.range(3, 40)
-        };
+        let QueueBounds {
+            batch_size_max: max_batch_size,
+            batch_weight_max: max_batch_weight,
+            delay: delay_ticks,
+            waiting_max: max_waiting,
+            waiting_weight_max: max_waiting_weight,
+        } = draws::queue_bounds(rng, 5);
         // Some seeds end with a burst on the hot key, with no bound to stop
         // it, so that its lane grows past what one withdrawal notice looks
         // at, and many of those callers leave.
@@ -214,11 +194,7 @@ impl Scenario {
                 1 => rng.range(0, 4) as i64,
                 _ => 50 - rng.range(0, 100) as i64,
             };
-            let weight = if max_batch_weight != u64::MAX && rng.chance(4) {
-                max_batch_weight + 1
-            } else {
-                rng.range(1, 3)
-            };
+            let weight = draws::weight(rng, max_batch_weight);
             arrivals.push(Arrival {
                 tick,
                 input: Input {
@@ -233,11 +209,7 @@ impl Scenario {
                 drops_after: extra.chance(drop_percent).then(|| extra.range(0, 40)),
             });
         }
-        let close_tick = if rng.chance(10) {
-            None
-        } else {
-            Some(rng.range(0, tick + 40))
-        };
+        let close_tick = draws::close_tick(rng, tick);
         Self {
             config,
             delay_ticks,

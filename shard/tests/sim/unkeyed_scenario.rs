@@ -10,6 +10,7 @@ use std::sync::Arc;
 use ferry_shard::QueueConfig;
 
 use super::arrival::{at, Played};
+use super::draws::{self, QueueBounds};
 use super::rng::Rng;
 use super::unkeyed_reference::Bounds;
 
@@ -78,14 +79,7 @@ impl Overload {
         if rng.chance(25) {
             return Self::default();
         }
-        let flush_ticks = if rng.chance(60) {
-            let count = rng.range(1, 8);
-            let mut ticks: Vec<u64> = (0..count).map(|_| rng.range(0, 400)).collect();
-            ticks.sort_unstable();
-            ticks
-        } else {
-            Vec::new()
-        };
+        let flush_ticks = draws::flush_ticks(rng);
         Self {
             queue_time: rng.chance(50).then(|| rng.range(1, 40)),
             withdraw_on_drop: rng.chance(60),
@@ -122,27 +116,13 @@ impl Scenario {
     /// the same order; `extra` draws the overload settings and moments.
     pub fn generate(rng: &mut Rng, extra: &mut Rng) -> Self {
         let overload = Overload::generate(extra);
-        let batch_size_max = if rng.chance(10) {
-            64
-        } else {
-            rng.range(1, 6) as usize
-        };
-        let batch_weight_max = if rng.chance(50) {
-            u64::MAX
-        } else {
-            rng.range(2, 8)
-        };
-        let delay = if rng.chance(40) { 0 } else { rng.range(1, 20) };
-        let queueing_max = if rng.chance(50) {
-            1_000_000
-        } else {
-            rng.range(1, 30) as usize
-        };
-        let queued_weight_max = if rng.chance(70) {
-            u64::MAX
-        } else {
-            rng.range(3, 40)
-        };
+        let QueueBounds {
+            batch_size_max,
+            batch_weight_max,
+            delay,
+            waiting_max: queueing_max,
+            waiting_weight_max: queued_weight_max,
+        } = draws::queue_bounds(rng, 6);
         // Some seeds end with a burst and no bound to stop it, so that the
         // queue grows past what one withdrawal notice looks at, and many of
         // those callers leave.
@@ -186,11 +166,7 @@ impl Scenario {
             if id < count_before_burst && !rng.chance(burst_percent) {
                 tick += rng.range(1, gap_max);
             }
-            let weight = if batch_weight_max != u64::MAX && rng.chance(4) {
-                batch_weight_max + 1
-            } else {
-                rng.range(1, 3)
-            };
+            let weight = draws::weight(rng, batch_weight_max);
             arrivals.push(Arrival {
                 tick,
                 input: Input {
@@ -204,11 +180,7 @@ impl Scenario {
                 drops_after: extra.chance(drop_percent).then(|| extra.range(0, 40)),
             });
         }
-        let close_tick = if rng.chance(10) {
-            None
-        } else {
-            Some(rng.range(0, tick + 40))
-        };
+        let close_tick = draws::close_tick(rng, tick);
         Self {
             config,
             bounds,
