@@ -80,6 +80,8 @@
 //!
 //! A failing seed prints the one command that replays it.
 
+/// The pieces of `sim/` this simulation plays: the harness every
+/// discipline shares, the keyed discipline, and the event-time run.
 mod sim {
     pub mod answer;
     pub mod arrival;
@@ -97,8 +99,7 @@ mod sim {
 }
 
 use ferry_shard::parts::{
-    answer_cell, BatchOutcome, Ended, Lanes, Offer, Receiver, ShardCore, Submission, TripLimits,
-    Waiter,
+    answer_cell, BatchOutcome, Ended, Offer, Receiver, Submission, TripLimits,
 };
 use ferry_shard::{key_hash, FerryError, Refused};
 
@@ -111,7 +112,7 @@ use sim::seeds;
 use sim::summary::Summary;
 
 type Outcome = Result<Output, FerryError<Input, BatchError>>;
-type Core = ShardCore<Lanes<u32, Waiter<Input, Output, BatchError>>, Input, Output, BatchError>;
+type Core = sim::harness::Core<Keyed>;
 
 /// Plays one seed; a panic inside the shard counts as a failure of the seed.
 fn play(seed: u64, mode: Mode, trace: bool) -> Result<Summary<KeyedTally>, String> {

@@ -62,6 +62,8 @@
 //!
 //! A failing seed prints the one command that replays it.
 
+/// The pieces of `sim/` this simulation plays: the harness every
+/// discipline shares and the unkeyed discipline.
 mod sim {
     pub mod answer;
     pub mod arrival;
