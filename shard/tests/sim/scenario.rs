@@ -9,16 +9,15 @@
 //! run it played before they existed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ferry_shard::QueueConfig;
 
+use super::arrival::{at, Played};
+use super::draws::{self, QueueBounds};
 use super::rng::Rng;
 
-/// Simulated time is counted in ticks of one microsecond.
-pub fn at(tick: u64) -> Duration {
-    Duration::from_micros(tick)
-}
+/// A keyed caller's arrival.
+pub type Arrival = super::arrival::Arrival<Input>;
 
 /// One caller's input. `payload` makes "handed back unchanged" mean
 /// something more than an equal number.
@@ -34,28 +33,18 @@ pub struct Input {
     pub copies: Arc<()>,
 }
 
-impl Input {
-    /// The output the simulated store gives for this input.
-    pub fn output(&self) -> u64 {
+impl Played for Input {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn output(&self) -> u64 {
         self.id * 7 + u64::from(self.key)
     }
 
-    /// Whether some copy besides the scenario's own is still alive.
-    pub fn is_held(&self) -> bool {
+    fn is_held(&self) -> bool {
         Arc::strong_count(&self.copies) > 1
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct Arrival {
-    pub tick: u64,
-    pub input: Input,
-    pub rank: i64,
-    pub weight: u64,
-    /// The caller drops its future right after submitting.
-    pub drops_at_once: bool,
-    /// The caller drops its future this many ticks after submitting.
-    pub drops_after: Option<u64>,
 }
 
 /// The overload settings and moments of one seed; all off for a plain seed.
@@ -106,14 +95,7 @@ impl Overload {
         } else {
             0
         };
-        let flush_ticks = if rng.chance(60) {
-            let count = rng.range(1, 8);
-            let mut ticks: Vec<u64> = (0..count).map(|_| rng.range(0, 400)).collect();
-            ticks.sort_unstable();
-            ticks
-        } else {
-            Vec::new()
-        };
+        let flush_ticks = draws::flush_ticks(rng);
         Self {
             queue_time,
             withdraw_on_drop,
@@ -143,44 +125,18 @@ pub struct Scenario {
     pub overload: Overload,
 }
 
-/// How a batch ends, as the batch function decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Plan {
-    Ok,
-    Fail,
-    Panic,
-    /// Returns this many outputs, never the right number.
-    WrongCount(usize),
-    /// Does not finish before the shard is closed.
-    HangUntilClose,
-}
-
 impl Scenario {
     /// The scenario of a seed: `rng` draws what plain seeds always drew, in
     /// the same order; `extra` draws the overload settings and moments.
     pub fn generate(rng: &mut Rng, extra: &mut Rng) -> Self {
         let overload = Overload::generate(extra);
-        let max_batch_size = if rng.chance(10) {
-            64
-        } else {
-            rng.range(1, 5) as usize
-        };
-        let max_batch_weight = if rng.chance(50) {
-            u64::MAX
-        } else {
-            rng.range(2, 8)
-        };
-        let delay_ticks = if rng.chance(40) { 0 } else { rng.range(1, 20) };
-        let max_waiting = if rng.chance(50) {
-            1_000_000
-        } else {
-            rng.range(1, 30) as usize
-        };
-        let max_waiting_weight = if rng.chance(70) {
-            u64::MAX
-        } else {
-            rng.range(3, 40)
-        };
+        let QueueBounds {
+            batch_size_max: max_batch_size,
+            batch_weight_max: max_batch_weight,
+            delay: delay_ticks,
+            waiting_max: max_waiting,
+            waiting_weight_max: max_waiting_weight,
+        } = draws::queue_bounds(rng, 5);
         // Some seeds end with a burst on the hot key, with no bound to stop
         // it, so that its lane grows past what one withdrawal notice looks
         // at, and many of those callers leave.
@@ -238,11 +194,7 @@ impl Scenario {
                 1 => rng.range(0, 4) as i64,
                 _ => 50 - rng.range(0, 100) as i64,
             };
-            let weight = if max_batch_weight != u64::MAX && rng.chance(4) {
-                max_batch_weight + 1
-            } else {
-                rng.range(1, 3)
-            };
+            let weight = draws::weight(rng, max_batch_weight);
             arrivals.push(Arrival {
                 tick,
                 input: Input {
@@ -257,11 +209,7 @@ impl Scenario {
                 drops_after: extra.chance(drop_percent).then(|| extra.range(0, 40)),
             });
         }
-        let close_tick = if rng.chance(10) {
-            None
-        } else {
-            Some(rng.range(0, tick + 40))
-        };
+        let close_tick = draws::close_tick(rng, tick);
         Self {
             config,
             delay_ticks,
@@ -273,76 +221,6 @@ impl Scenario {
             latency_max: rng.range(0, 30),
             overload,
         }
-    }
-}
-
-impl Plan {
-    /// The batch function's choice for a batch of `len` inputs.
-    pub fn draw(rng: &mut Rng, len: usize) -> Self {
-        match rng.below(100) {
-            0..=69 => Plan::Ok,
-            70..=77 => Plan::Fail,
-            78..=85 => Plan::Panic,
-            86..=92 => {
-                let got = rng.range(0, len as u64 + 2) as usize;
-                Plan::WrongCount(if got == len { len + 1 } else { got })
-            }
-            _ => Plan::HangUntilClose,
-        }
-    }
-}
-
-/// How a load in flight ends: a trip, as the trip function decides, or a
-/// batch (a load of one), as the batch function does.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TripPlan {
-    /// One result per batch, each as its plan says (`Ok`, `Fail` or
-    /// `WrongCount`).
-    Results(Vec<Plan>),
-    /// Panics, when called or while running: every batch fails.
-    Panic,
-    /// Returns this many results, never one per batch.
-    WrongResults(usize),
-}
-
-impl TripPlan {
-    /// A batch's plan as the plan of a load of one batch, and whether the
-    /// load hangs until close.
-    pub fn of_batch(plan: Plan) -> (Self, bool) {
-        match plan {
-            Plan::Panic => (TripPlan::Panic, false),
-            Plan::HangUntilClose => (TripPlan::Results(vec![Plan::Ok]), true),
-            plan => (TripPlan::Results(vec![plan]), false),
-        }
-    }
-
-    /// The trip function's choice for a trip of batches of `lens` inputs,
-    /// and whether the trip hangs until close.
-    pub fn draw(rng: &mut Rng, lens: &[usize]) -> (Self, bool) {
-        let plan = match rng.below(100) {
-            0..=7 => TripPlan::Panic,
-            8..=13 => {
-                let got = rng.range(0, lens.len() as u64 + 2) as usize;
-                TripPlan::WrongResults(if got == lens.len() {
-                    lens.len() + 1
-                } else {
-                    got
-                })
-            }
-            _ => TripPlan::Results(
-                lens.iter()
-                    .map(|&len| match rng.below(100) {
-                        0..=79 => Plan::Ok,
-                        80..=89 => Plan::Fail,
-                        _ => {
-                            let got = rng.range(0, len as u64 + 2) as usize;
-                            Plan::WrongCount(if got == len { len + 1 } else { got })
-                        }
-                    })
-                    .collect(),
-            ),
-        };
-        (plan, rng.chance(7))
     }
 }
 
