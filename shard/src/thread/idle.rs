@@ -92,20 +92,6 @@ pub(crate) struct IdlePolicy {
 }
 
 impl IdlePolicy {
-    /// This policy if a spin pays ([`SpinOdds::pays`]), else the same
-    /// without its spin: an idle shard then dozes from its last work, or
-    /// parks at once when it awaits the runtime.
-    pub(crate) fn spinning(self, pays: bool) -> IdlePolicy {
-        if pays {
-            self
-        } else {
-            IdlePolicy {
-                spin: Duration::ZERO,
-                ..self
-            }
-        }
-    }
-
     /// What a shard with `in_flight` batches out, whose batches typically
     /// take `typical_batch`, is waiting for; `runtime_wakes` says whether a
     /// batch was lately woken on the shard's own thread by the runtime
@@ -225,61 +211,6 @@ fn note_ring_here() {
             place.set(RUNG_OUT_OF_LOOP);
         }
     });
-}
-
-/// Whether spinning has been paying for itself lately (the loop leaves the
-/// spin out of its [`IdlePolicy`] when not: [`IdlePolicy::spinning`]).
-///
-/// A spin that sees its event come saves a wake-up: a futex call for
-/// whoever rings, two context switches, and the shard's latency of coming
-/// back. A spin that does not costs the whole spin in CPU time that other
-/// threads of the CPU (the shard's own callers, often) could have used,
-/// and then the wake-up anyway. With a spin of tens of microseconds
-/// against a wake-up of a few, a spin pays only when nearly every idle gap
-/// ends within it. So the shard keeps a score of its idle gaps, whatever
-/// stage each was spent in: a gap shorter than the spin adds
-/// [`SpinOdds::HIT`], a longer one takes [`SpinOdds::MISS`] away, and the
-/// shard spins while the score is not negative: while at least 7 gaps in 8
-/// end within the spin. A spin's `sched_yield` that gave the CPU to another
-/// thread for long ([`NEIGHBOUR_RAN`]) means the CPU is wanted: the score
-/// drops below zero at once, and the shard dozes instead, off the run
-/// queue, until its event wakes it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SpinOdds {
-    score: i32,
-}
-
-/// A `sched_yield` that returns this long after it was called gave the CPU
-/// to another thread: one that needed it (a plain yield returns within a
-/// microsecond or two).
-pub(crate) const NEIGHBOUR_RAN: Duration = Duration::from_micros(20);
-
-impl SpinOdds {
-    /// What a gap within the spin adds to the score.
-    pub(crate) const HIT: i32 = 1;
-    /// What a gap longer than the spin takes away.
-    pub(crate) const MISS: i32 = 7;
-    /// The score's bounds: a change of load is followed within a few gaps
-    /// (16 hits bring a shard that stopped spinning back to it).
-    const BOUND: i32 = 16;
-
-    /// Counts an idle gap of `gap` (from the shard's last work to its next
-    /// event), for a spin of `spin`.
-    pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
-        let step = if gap < spin { Self::HIT } else { -Self::MISS };
-        self.score = (self.score + step).clamp(-Self::BOUND, Self::BOUND);
-    }
-
-    /// Counts a spin's yield that gave the CPU to another thread.
-    pub(crate) fn neighbour_ran(&mut self) {
-        self.score = self.score.min(0) - Self::MISS;
-        self.score = self.score.max(-Self::BOUND);
-    }
-
-    /// Whether the shard should spin when it runs out of work.
-    pub(crate) fn pays(&self) -> bool {
-        self.score >= 0
-    }
 }
 
 /// How long a shard's batches take, smoothed: each batch moves the estimate
@@ -514,73 +445,6 @@ mod tests {
         assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
         assert_eq!(policy.awaiting(1, ms, true), Awaiting::Runtime);
         assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Runtime);
-    }
-
-    #[test]
-    fn a_spin_that_does_not_pay_is_left_out() {
-        let policy = IdlePolicy {
-            spin: 50 * US,
-            doze: Duration::from_millis(2),
-        };
-        assert_eq!(policy.spinning(true), policy);
-        let no_spin = policy.spinning(false);
-        let soon = |idle_for| no_spin.stage(idle_for, None, Awaiting::Soon, Looks::Never);
-        assert_eq!(soon(Duration::ZERO), Stage::Doze(Duration::from_millis(2)));
-        assert_eq!(soon(Duration::from_millis(2)), Stage::Park);
-        // Awaiting the runtime: park at once, which hands it the thread.
-        assert_eq!(
-            no_spin.stage(Duration::ZERO, None, Awaiting::Runtime, Looks::Never),
-            Stage::Park
-        );
-        // Nothing in flight is still the next input, awaited by a doze.
-        assert_eq!(no_spin.awaiting(0, Duration::ZERO, false), Awaiting::Soon);
-    }
-
-    #[test]
-    fn a_spin_pays_while_nearly_every_gap_ends_within_it() {
-        let spin = 50 * US;
-        let mut odds = SpinOdds::default();
-        assert!(odds.pays(), "a new shard spins");
-        odds.gap(10 * US, spin);
-        odds.gap(60 * US, spin);
-        assert!(!odds.pays(), "one miss outweighs one hit");
-        for _ in 0..6 {
-            odds.gap(10 * US, spin);
-        }
-        assert!(odds.pays(), "7 hits to a miss");
-        // Long gaps stop the spin within a few, whatever came before.
-        for _ in 0..100 {
-            odds.gap(US, spin);
-        }
-        for _ in 0..3 {
-            odds.gap(spin, spin);
-        }
-        assert!(!odds.pays(), "a gap as long as the spin is a miss");
-        // And short ones bring it back within the bound.
-        for _ in 0..16 {
-            odds.gap(Duration::ZERO, spin);
-        }
-        assert!(odds.pays());
-    }
-
-    #[test]
-    fn a_neighbour_on_the_cpu_stops_the_spin_at_once() {
-        let spin = 50 * US;
-        let mut odds = SpinOdds::default();
-        for _ in 0..100 {
-            odds.gap(US, spin);
-        }
-        odds.neighbour_ran();
-        assert!(!odds.pays());
-        for _ in 0..100 {
-            odds.neighbour_ran();
-        }
-        let mut back = 0;
-        while !odds.pays() {
-            odds.gap(US, spin);
-            back += 1;
-        }
-        assert_eq!(back, 16, "the score is bounded below");
     }
 
     #[test]

@@ -70,9 +70,7 @@ use crate::runtime::executor::{self, Executor};
 use crate::runtime::slice::SliceChoice;
 use crate::thread::clock::Clock;
 use crate::thread::flush_door::FlushDoor;
-use crate::thread::idle::{
-    self, BatchTime, IdlePolicy, Looks, SpinOdds, Stage, NEIGHBOUR_RAN, RUNTIME_WAKE_MEMORY,
-};
+use crate::thread::idle::{self, BatchTime, IdlePolicy, Looks, Stage, RUNTIME_WAKE_MEMORY};
 use crate::thread::inbound::{Inbound, SharedIntake};
 use crate::thread::local::Nudge;
 use crate::value::nanos::Nanos;
@@ -174,8 +172,6 @@ where
     tasks: Rc<Cell<usize>>,
     yielded_at: Nanos,
     worked_at: Nanos,
-    /// Whether the shard's recent idle gaps say a spin pays.
-    spin_odds: SpinOdds,
     /// When a batch was last woken by the runtime: rung on this thread
     /// while the loop had handed the thread to it (see `idle::Awaiting`).
     runtime_woke_at: Option<Nanos>,
@@ -229,7 +225,6 @@ where
             tasks: Rc::new(Cell::new(0)),
             yielded_at: Nanos::ZERO,
             worked_at: Nanos::ZERO,
-            spin_odds: SpinOdds::default(),
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
@@ -558,10 +553,7 @@ where
         }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
-            let now = self.parts.clock.read();
-            let gap = now.saturating_sub(self.worked_at);
-            self.spin_odds.gap(gap, self.parts.idle.spin);
-            self.worked_at = now;
+            self.worked_at = self.parts.clock.read();
         }
         self.parts.intake.awake();
         woke
@@ -588,7 +580,7 @@ where
     /// Which idle stage this wait is in (see `idle.rs`).
     fn stage(&self) -> Stage {
         let now = self.parts.clock.latest();
-        let idle = self.parts.idle.spinning(self.spin_odds.pays());
+        let idle = &self.parts.idle;
         let due_in = self.timer.as_ref().map(|(due, _)| due.saturating_sub(now));
         let runtime_wakes = self
             .runtime_woke_at
@@ -626,12 +618,7 @@ where
         let intake = &self.parts.intake;
         match stage {
             Stage::Spin => {
-                let before = self.parts.clock.read();
                 std::thread::yield_now();
-                let after = self.parts.clock.read();
-                if after.saturating_sub(before) >= NEIGHBOUR_RAN {
-                    self.spin_odds.neighbour_ran();
-                }
                 Poll::Ready(false)
             }
             Stage::Doze(wait) => {
