@@ -643,7 +643,7 @@ fn child_with_io_uring_refused_by_seccomp() {
 // --- one CPU ----------------------------------------------------------------
 
 #[test]
-fn confined_to_one_cpu_the_default_is_one_shard_pinned_there_and_other_cpus_are_refused() {
+fn confined_to_one_cpu_the_default_is_one_shard_running_there_and_other_cpus_are_refused() {
     let ours = parse_cpu_list(&status_field(
         "/proc/thread-self/status",
         "Cpus_allowed_list",
@@ -703,7 +703,7 @@ fn shard_threads_and_cpus() -> String {
 }
 
 #[test]
-#[ignore = "a child body, run by confined_to_one_cpu_the_default_is_one_shard_pinned_there_and_other_cpus_are_refused"]
+#[ignore = "a child body, run by confined_to_one_cpu_the_default_is_one_shard_running_there_and_other_cpus_are_refused"]
 fn child_confined_to_one_cpu() {
     if !is_child("child_confined_to_one_cpu") {
         return;
@@ -717,7 +717,8 @@ fn child_confined_to_one_cpu() {
         status_field("/proc/thread-self/status", "Cpus_allowed_list"),
     );
     for runtime in [Runtime::Auto, Runtime::Tokio] {
-        // The defaults: as many shards as usable CPUs, pinned.
+        // The defaults: as many shards as usable CPUs, unpinned, so the
+        // shard runs where the process may (here, its one CPU).
         let engine: Engine<u64, u64, u64, String> = Engine::builder()
             .runtime(runtime)
             .start(|_shard| echo)
