@@ -10,7 +10,7 @@
 //! multi-threaded runtime: each takes a ready lane's batch, runs it against
 //! the store through the next connection of a shared [`Pool`], completes
 //! it under the lock, and answers the callers. The mutex, the workers and
-//! the connections are a [`Locked`] frame; this file is the lanes' part.
+//! the connections are a `Locked` frame; this file is the lanes' part.
 //!
 //! An idle worker waits on a `tokio::sync::Notify` for a lane to become
 //! ready, or sleeps until the earliest deadline (with tokio's timer). The

@@ -6,7 +6,7 @@
 //! through the next connection of a shared [`Pool`], and answering the
 //! callers. Up to `workers`
 //! batches are in flight at once; that is the system's slot count. The
-//! mutex, the workers and the connections are a [`Locked`] frame; this file
+//! mutex, the workers and the connections are a `Locked` frame; this file
 //! is the FIFO's part.
 //!
 //! # `multi-key`
