@@ -1032,6 +1032,12 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
+/// `mutex` locked, also after a holder panicked: the stores take what it
+/// guards as that holder left it.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
 /// The tokio runtime a real store's own requests (set-up, reset, read-back,
 /// clean-up) run on: one thread, this one, only while they run.
 pub(crate) fn admin_runtime() -> Result<tokio::runtime::Runtime, String> {

@@ -27,7 +27,9 @@ use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::conditional::Conditional;
-use super::{admin_runtime, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT};
+use super::{
+    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
+};
 
 /// The table `ferry-load` creates, resets, reads back and drops.
 pub const TABLE: &str = "ferry_load_keys";
@@ -532,10 +534,6 @@ pub(crate) fn said(err: &tokio_postgres::Error) -> String {
         Some(cause) => format!("{err}: {cause}"),
         None => err.to_string(),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// The figures of `/proc/PID/stat` used here, CPU times in clock ticks.

@@ -28,7 +28,9 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, RedisError, Script};
 
 use super::conditional::Conditional;
-use super::{admin_runtime, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT};
+use super::{
+    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
+};
 
 /// The prefix of every key `ferry-load` writes.
 pub const KEY_PREFIX: &str = "ferry-load:";
@@ -477,10 +479,6 @@ fn connection_failed(err: &RedisError) -> bool {
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_timeout()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 #[cfg(test)]
