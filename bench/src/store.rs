@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 use futures::future::Either;
 use hdrhistogram::Histogram;
 
+mod conditional;
 pub(crate) mod on_postgres;
 pub(crate) mod on_redis;
 pub mod resolve;
@@ -169,6 +170,26 @@ impl StoreError {
     /// Whether the write may have been applied though it failed.
     pub fn is_unknown(&self) -> bool {
         matches!(self, StoreError::Unknown { .. } | StoreError::Moved { .. })
+    }
+
+    /// A real store's error before the write was sent (nothing applied):
+    /// the server's refusal when `refused`, else a failed connection.
+    pub(crate) fn unsent(refused: bool, why: String) -> Self {
+        if refused {
+            StoreError::Server(why)
+        } else {
+            StoreError::Disconnected(why)
+        }
+    }
+
+    /// A real store's error of the write itself: the server's refusal when
+    /// `refused` (nothing applied), else an unknown outcome.
+    pub(crate) fn sent(refused: bool, why: String) -> Self {
+        if refused {
+            StoreError::Server(why)
+        } else {
+            StoreError::Unknown { why, from: None }
+        }
     }
 
     /// The same error, and if it is an unknown outcome, one of a write
@@ -609,11 +630,14 @@ impl Connection {
     ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
         let applying: Applying<_> = match self {
             Connection::Sim(sim) => Either::Left(sim.apply(key, count, sum)),
-            Connection::Postgres(pg) => {
-                Either::Right(Box::pin(Arc::clone(pg).apply(key, count, sum)))
-            }
+            Connection::Postgres(pg) => Either::Right(Box::pin(conditional::apply(
+                Arc::clone(pg),
+                key,
+                count,
+                sum,
+            ))),
             Connection::Redis(redis) => {
-                Either::Right(Box::pin(redis.clone().apply(key, count, sum)))
+                Either::Right(Box::pin(conditional::apply(redis.clone(), key, count, sum)))
             }
         };
         applying
@@ -631,8 +655,8 @@ impl Connection {
         type Resolving = Pin<Box<dyn Future<Output = Result<Resolved, StoreError>> + Send>>;
         let resolving: Resolving = match self {
             Connection::Sim(sim) => Box::pin(sim.resolve(write, from)),
-            Connection::Postgres(pg) => Box::pin(Arc::clone(pg).resolve(write, from)),
-            Connection::Redis(redis) => Box::pin(redis.clone().resolve(write, from)),
+            Connection::Postgres(pg) => Box::pin(conditional::resolve(Arc::clone(pg), write, from)),
+            Connection::Redis(redis) => Box::pin(conditional::resolve(redis.clone(), write, from)),
         };
         resolving
     }
@@ -649,8 +673,8 @@ impl Connection {
         type Many = Pin<Box<dyn Future<Output = Vec<Result<u64, StoreError>>> + Send>>;
         let applying: Many = match self {
             Connection::Sim(sim) => Box::pin(sim.apply_many(writes)),
-            Connection::Postgres(pg) => Box::pin(Arc::clone(pg).apply_many(writes)),
-            Connection::Redis(redis) => Box::pin(redis.clone().apply_many(writes)),
+            Connection::Postgres(pg) => Box::pin(conditional::apply_many(Arc::clone(pg), writes)),
+            Connection::Redis(redis) => Box::pin(conditional::apply_many(redis.clone(), writes)),
         };
         applying
     }
@@ -1006,6 +1030,12 @@ impl Pool {
 /// A latency histogram: 1 ns to 1 hour, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// `mutex` locked, also after a holder panicked: the stores take what it
+/// guards as that holder left it.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// The tokio runtime a real store's own requests (set-up, reset, read-back,

@@ -26,9 +26,9 @@ use tokio_postgres::config::Host;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
+use super::conditional::Conditional;
 use super::{
-    admin_runtime, resolve, Attempt, Contents, Resolved, RoundFailed, Rounds, StoreError, Write,
-    CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX,
+    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
 };
 
 /// The table `ferry-load` creates, resets, reads back and drops.
@@ -354,51 +354,16 @@ pub struct PgConnection {
     store: &'static PgStore,
 }
 
-impl PgConnection {
-    /// A keyed batch: `SELECT`, then the conditional `UPDATE`, retried
-    /// after a conflict.
-    pub(super) async fn apply(
-        self: Arc<Self>,
-        key: u64,
-        count: u64,
-        sum: u64,
-    ) -> Result<u64, StoreError> {
-        for _ in 0..WRITE_ATTEMPTS_MAX {
-            let (version, value) = self.read_row(key).await?;
-            if self
-                .write_row(key, version, count, value.wrapping_add(sum))
-                .await?
-            {
-                return Ok(version);
-            }
-            self.store.conflicts.fetch_add(1, Ordering::Relaxed);
-        }
-        Err(StoreError::ConflictsExhausted {
-            key,
-            attempts: WRITE_ATTEMPTS_MAX,
-        })
-    }
+impl Conditional for Arc<PgConnection> {
+    /// The `key` column's value.
+    type Name = u64;
 
-    /// A lost write resolved (see [`resolve`]): the `SELECT`, then the
-    /// conditional `UPDATE` again only if the key is still at `from`.
-    pub(super) async fn resolve(
-        self: Arc<Self>,
-        write: Write,
-        from: u64,
-    ) -> Result<Resolved, StoreError> {
-        let Write { key, count, sum } = write;
-        let (version, value) = self.read_row(key).await?;
-        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
-            return Ok(Resolved::Landed);
-        }
-        let written = self
-            .write_row(key, from, count, value.wrapping_add(sum))
-            .await?;
-        resolve::sent_again(key, from, written)
+    fn name(key: u64) -> u64 {
+        key
     }
 
     /// A key's version and value (the `SELECT`).
-    async fn read_row(&self, key: u64) -> Result<(u64, u64), StoreError> {
+    async fn read(&mut self, &key: &u64) -> Result<(u64, u64), StoreError> {
         let row = self
             .client
             .query_one(&self.read, &[&(key as i64)])
@@ -411,9 +376,9 @@ impl PgConnection {
 
     /// The conditional `UPDATE`: `version + count` and `value` written if
     /// the key is still at `version`; whether it was.
-    async fn write_row(
-        &self,
-        key: u64,
+    async fn write(
+        &mut self,
+        &key: &u64,
         version: u64,
         count: u64,
         value: u64,
@@ -434,23 +399,9 @@ impl PgConnection {
         Ok(written == 1)
     }
 
-    /// A trip: one `SELECT` of every key's row, then one `UPDATE` writing
-    /// each on its own condition; the keys that conflicted go again.
-    pub(super) async fn apply_many(
-        self: Arc<Self>,
-        writes: Vec<Write>,
-    ) -> Vec<Result<u64, StoreError>> {
-        let mut rounds = Rounds::new(&writes);
-        while let Some(left) = rounds.next() {
-            let conflicts = rounds.settle(self.try_many(&writes, &left).await);
-            self.store.conflicts.fetch_add(conflicts, Ordering::Relaxed);
-        }
-        rounds.finish()
-    }
-
-    /// One attempt of a trip at the writes `left` (places in `writes`):
-    /// which were written, from which version, and which conflicted.
-    async fn try_many(&self, writes: &[Write], left: &[usize]) -> Attempt {
+    /// One `SELECT` of every key's row, then one `UPDATE` writing each on
+    /// its own condition.
+    async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
         let keys: Vec<i64> = left.iter().map(|&at| writes[at].key as i64).collect();
         let rows = self
             .client
@@ -498,6 +449,12 @@ impl PgConnection {
         Ok((written, conflicted))
     }
 
+    fn conflicts(&self) -> &AtomicU64 {
+        &self.store.conflicts
+    }
+}
+
+impl PgConnection {
     /// An unkeyed batch: a `SELECT` of the stream's row, then an `UPDATE`
     /// that adds to it whatever it holds.
     pub(super) async fn apply_unkeyed(
@@ -544,11 +501,7 @@ pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, Stri
 /// An error before the write was sent: nothing was applied. The server's
 /// refusal of a statement, or a connection that failed (to be made again).
 fn server_error(err: tokio_postgres::Error) -> StoreError {
-    if err.as_db_error().is_some() && !ends_connection(&err) {
-        StoreError::Server(said(&err))
-    } else {
-        StoreError::Disconnected(said(&err))
-    }
+    StoreError::unsent(refused(&err), said(&err))
 }
 
 /// An error of the write itself: the server's refusal of the statement
@@ -556,14 +509,12 @@ fn server_error(err: tokio_postgres::Error) -> StoreError {
 /// connection that failed once the write was sent (applied or not: the
 /// outcome is unknown).
 fn write_error(err: tokio_postgres::Error) -> StoreError {
-    if err.as_db_error().is_some() && !ends_connection(&err) {
-        StoreError::Server(said(&err))
-    } else {
-        StoreError::Unknown {
-            why: said(&err),
-            from: None,
-        }
-    }
+    StoreError::sent(refused(&err), said(&err))
+}
+
+/// Whether the server refused the statement and the session goes on.
+fn refused(err: &tokio_postgres::Error) -> bool {
+    err.as_db_error().is_some() && !ends_connection(err)
 }
 
 /// Whether the server's error ends the session (severity `FATAL`: the
@@ -583,10 +534,6 @@ pub(crate) fn said(err: &tokio_postgres::Error) -> String {
         Some(cause) => format!("{err}: {cause}"),
         None => err.to_string(),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 /// The figures of `/proc/PID/stat` used here, CPU times in clock ticks.

@@ -27,9 +27,9 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr, RedisError, Script};
 
+use super::conditional::Conditional;
 use super::{
-    admin_runtime, resolve, Attempt, Contents, Resolved, RoundFailed, Rounds, StoreError, Write,
-    CONNECT_TIMEOUT, WRITE_ATTEMPTS_MAX,
+    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
 };
 
 /// The prefix of every key `ferry-load` writes.
@@ -325,44 +325,16 @@ pub struct RedisConnection {
     store: &'static RedisStore,
 }
 
-impl RedisConnection {
-    /// A keyed batch: `HMGET`, then the compare-and-set script, retried
-    /// after a conflict.
-    pub(super) async fn apply(mut self, key: u64, count: u64, sum: u64) -> Result<u64, StoreError> {
-        let name = key_name(key);
-        for _ in 0..WRITE_ATTEMPTS_MAX {
-            let (version, value) = self.read(&name).await?;
-            if self
-                .write(&name, version, count, value.wrapping_add(sum))
-                .await?
-            {
-                return Ok(version);
-            }
-            self.store.conflicts.fetch_add(1, Ordering::Relaxed);
-        }
-        Err(StoreError::ConflictsExhausted {
-            key,
-            attempts: WRITE_ATTEMPTS_MAX,
-        })
-    }
+impl Conditional for RedisConnection {
+    /// `ferry-load:{key}`.
+    type Name = String;
 
-    /// A lost write resolved (see [`resolve`]): the `HMGET`, then the
-    /// compare-and-set script again only if the key is still at `from`.
-    pub(super) async fn resolve(mut self, write: Write, from: u64) -> Result<Resolved, StoreError> {
-        let Write { key, count, sum } = write;
-        let name = key_name(key);
-        let (version, value) = self.read(&name).await?;
-        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
-            return Ok(Resolved::Landed);
-        }
-        let written = self
-            .write(&name, from, count, value.wrapping_add(sum))
-            .await?;
-        resolve::sent_again(key, from, written)
+    fn name(key: u64) -> String {
+        key_name(key)
     }
 
     /// A key's version and value (0 and 0 for a key never written).
-    async fn read(&mut self, name: &str) -> Result<(u64, u64), StoreError> {
+    async fn read(&mut self, name: &String) -> Result<(u64, u64), StoreError> {
         let (version, value): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
             .arg(name)
             .arg("version")
@@ -373,11 +345,10 @@ impl RedisConnection {
         Ok((version.unwrap_or(0), value.unwrap_or(0)))
     }
 
-    /// The compare-and-set script: `version + count` and `value` written if
-    /// the key is still at `version`; whether it was.
+    /// The compare-and-set script.
     async fn write(
         &mut self,
-        name: &str,
+        name: &String,
         version: u64,
         count: u64,
         value: u64,
@@ -395,18 +366,8 @@ impl RedisConnection {
         Ok(written == 1)
     }
 
-    /// A trip: one pipeline reading every key, then one script writing
-    /// each on its own condition; the keys that conflicted go again.
-    pub(super) async fn apply_many(mut self, writes: Vec<Write>) -> Vec<Result<u64, StoreError>> {
-        let mut rounds = Rounds::new(&writes);
-        while let Some(left) = rounds.next() {
-            let conflicts = rounds.settle(self.try_many(&writes, &left).await);
-            self.store.conflicts.fetch_add(conflicts, Ordering::Relaxed);
-        }
-        rounds.finish()
-    }
-
-    /// One round of a trip at the writes `left`.
+    /// One pipeline reading every key, then one script writing each on
+    /// its own condition.
     async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
         let names: Vec<String> = left.iter().map(|&at| key_name(writes[at].key)).collect();
         let mut reads = redis::pipe();
@@ -448,6 +409,12 @@ impl RedisConnection {
         Ok((done, conflicted))
     }
 
+    fn conflicts(&self) -> &AtomicU64 {
+        &self.store.conflicts
+    }
+}
+
+impl RedisConnection {
     /// An unkeyed batch: an `HGET` of the stream's length, then the append
     /// script.
     pub(super) async fn apply_unkeyed(mut self, count: u64, sum: u64) -> Result<u64, StoreError> {
@@ -492,11 +459,7 @@ fn key_name(key: u64) -> String {
 /// An error before the write was sent: nothing was applied. The server's
 /// refusal of a command, or a connection that failed (to be made again).
 fn server_error(err: RedisError) -> StoreError {
-    if connection_failed(&err) {
-        StoreError::Disconnected(err.to_string())
-    } else {
-        StoreError::Server(err.to_string())
-    }
+    StoreError::unsent(!connection_failed(&err), err.to_string())
 }
 
 /// An error of the write itself: the server's refusal (an error reply:
@@ -505,14 +468,10 @@ fn server_error(err: RedisError) -> StoreError {
 /// not, the outcome is unknown. Only an error the server itself answered
 /// is taken as definite.
 fn write_error(err: RedisError) -> StoreError {
-    if err.code().is_some() && !connection_failed(&err) {
-        StoreError::Server(err.to_string())
-    } else {
-        StoreError::Unknown {
-            why: err.to_string(),
-            from: None,
-        }
-    }
+    StoreError::sent(
+        err.code().is_some() && !connection_failed(&err),
+        err.to_string(),
+    )
 }
 
 fn connection_failed(err: &RedisError) -> bool {
@@ -520,10 +479,6 @@ fn connection_failed(err: &RedisError) -> bool {
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_timeout()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
 use super::{
-    new_histogram, resolve, Attempt, Contents, Resolved, Rounds, StoreError, Write,
+    lock, new_histogram, resolve, Attempt, Contents, Resolved, Rounds, StoreError, Write,
     WRITE_ATTEMPTS_MAX,
 };
 use crate::overload;
@@ -605,10 +605,6 @@ fn distinct_keys(writes: &[Write]) -> bool {
 
 fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 #[cfg(test)]

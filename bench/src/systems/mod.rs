@@ -39,6 +39,7 @@ use crate::store::{Fence, Store};
 pub mod batch_aint_one;
 pub mod batcher;
 pub mod ferry;
+mod locked;
 mod lost_writes;
 pub mod single_lock;
 pub mod single_lock_fifo;

@@ -5,7 +5,9 @@
 //! [`Connection::apply_unkeyed`](crate::store::Connection::apply_unkeyed)
 //! through the next connection of a shared [`Pool`], and answering the
 //! callers. Up to `workers`
-//! batches are in flight at once; that is the system's slot count.
+//! batches are in flight at once; that is the system's slot count. The
+//! mutex, the workers and the connections are a `Locked` frame; this file
+//! is the FIFO's part.
 //!
 //! # `multi-key`
 //!
@@ -38,26 +40,17 @@
 
 use crate::overload;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use futures::channel::oneshot;
-use futures::future::{Either, Map, Ready};
-use futures::FutureExt;
-use tokio::sync::Notify;
-
 use crate::store::{Pool, Store, StoreError, Write};
-use crate::systems::{outputs, tokio_runtime, BatchCounts, Outcome, Settings, System};
-
-type Answer = Result<u64, StoreError>;
-type Reply = oneshot::Sender<Answer>;
-type Received = Result<Answer, oneshot::Canceled>;
+use crate::systems::locked::{self, Answer, Locked, Next, Queue, Reply};
+use crate::systems::{outputs, BatchCounts, Settings, System};
 
 /// The single-lock FIFO under load.
 pub struct SingleLockFifo {
-    shared: Arc<Shared>,
-    runtime: Option<tokio::runtime::Runtime>,
-    workers: Vec<tokio::task::JoinHandle<()>>,
+    locked: Locked<Fifo>,
+    /// Whether an admission is stamped with its instant (a non-zero delay).
+    stamped: bool,
 }
 
 /// What a batch is applied as.
@@ -69,24 +62,17 @@ pub enum Apply {
     Keys,
 }
 
-struct Shared {
+/// The waiting inputs, the queue discipline of `single-lock-fifo`.
+struct Fifo {
     apply: Apply,
-    state: Mutex<State>,
-    /// Wakes idle workers.
-    ready: Notify,
-    pool: Pool,
-    batch_size_max: usize,
-    batch_delay_max: Duration,
-    queued_max: usize,
-}
-
-struct State {
     /// Waiting inputs, oldest first; at most `queued_max`.
     queue: VecDeque<Waiting>,
     closed: bool,
     /// Whether a worker is sleeping until the front's delay is up.
     timer_held: bool,
-    counts: BatchCounts,
+    batch_size_max: usize,
+    batch_delay_max: Duration,
+    queued_max: usize,
 }
 
 struct Waiting {
@@ -100,16 +86,24 @@ struct Waiting {
 
 /// A batch taken from the front: inputs and their callers, in order.
 struct Batch {
+    apply: Apply,
     keys: Vec<u64>,
     inputs: Vec<u64>,
     replies: Vec<Reply>,
 }
 
-enum Next {
-    Run(Batch),
-    /// Wait for a wake, or also until this instant (the timer holder).
-    Wait(Option<Instant>),
-    Exit,
+/// A batch that ran, with what its callers are answered.
+enum Ran {
+    /// One result for the whole append.
+    Stream {
+        replies: Vec<Reply>,
+        result: Result<Vec<u64>, StoreError>,
+    },
+    /// Each input's answer, in order.
+    Keys {
+        replies: Vec<Reply>,
+        answers: Vec<Answer>,
+    },
 }
 
 impl SingleLockFifo {
@@ -131,249 +125,187 @@ impl SingleLockFifo {
                 settings.max_batch_size * settings.max_trip_batches.max(1),
             ),
         };
-        let runtime = tokio_runtime(name, settings.tokio_workers, store)?;
-        let pool = Pool::open(store, connections, Some(&runtime))?;
-        let shared = Arc::new(Shared {
+        let fifo = Fifo {
             apply,
-            state: Mutex::new(State {
-                queue: VecDeque::new(),
-                closed: false,
-                timer_held: false,
-                counts: BatchCounts::default(),
-            }),
-            ready: Notify::new(),
-            pool,
+            queue: VecDeque::new(),
+            closed: false,
+            timer_held: false,
             batch_size_max,
             batch_delay_max: settings.max_batch_delay,
             queued_max: settings.max_waiting,
-        });
-        let workers = (0..workers.max(1))
-            .map(|_| runtime.spawn(work(Arc::clone(&shared))))
-            .collect();
+        };
+        let locked = Locked::start(name, settings, fifo, workers, store, connections)?;
         Ok(Self {
-            shared,
-            runtime: Some(runtime),
-            workers,
+            locked,
+            stamped: !settings.max_batch_delay.is_zero(),
         })
     }
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+impl Fifo {
+    /// When the front's delay is up; `None` without a delay.
+    fn due(&self) -> Option<Instant> {
+        let admitted = self.queue.front()?.admitted?;
+        Some(admitted + self.batch_delay_max)
     }
 
-    /// What a worker does next; `held_timer` says it was the timer holder.
-    fn next(&self, held_timer: bool) -> Next {
-        let mut state = self.lock();
-        if held_timer {
-            state.timer_held = false;
+    /// Takes `count` inputs from the front.
+    fn drain(&mut self, count: usize) -> Batch {
+        let mut batch = Batch {
+            apply: self.apply,
+            keys: Vec::with_capacity(count),
+            inputs: Vec::with_capacity(count),
+            replies: Vec::with_capacity(count),
+        };
+        for waiting in self.queue.drain(..count) {
+            batch.keys.push(waiting.key);
+            batch.inputs.push(waiting.input);
+            batch.replies.push(waiting.reply);
         }
-        let waiting = state.queue.len();
+        debug_assert!((1..=self.batch_size_max).contains(&batch.inputs.len()));
+        batch
+    }
+
+    /// Admits `waiting` unless closed or full: `Some(wake)`, where `wake`
+    /// says the queue became non-empty or filled another whole batch.
+    fn admit(&mut self, waiting: Waiting) -> Option<bool> {
+        if self.closed || self.queue.len() >= self.queued_max {
+            return None;
+        }
+        self.queue.push_back(waiting);
+        let waiting = self.queue.len();
+        debug_assert!(waiting <= self.queued_max);
+        Some(waiting == 1 || waiting.is_multiple_of(self.batch_size_max))
+    }
+}
+
+impl Queue for Fifo {
+    type Batch = Batch;
+    type Ran = Ran;
+    const COMPLETES: bool = false;
+
+    fn take(&mut self, held_timer: bool) -> Next<Batch> {
+        if held_timer {
+            self.timer_held = false;
+        }
+        let waiting = self.queue.len();
         if waiting == 0 {
-            return if state.closed {
+            return if self.closed {
                 Next::Exit
             } else {
                 Next::Wait(None)
             };
         }
-        if waiting < self.batch_size_max && !state.closed {
-            if let Some(due) = self.due(&state) {
+        if waiting < self.batch_size_max && !self.closed {
+            if let Some(due) = self.due() {
                 if due > Instant::now() {
-                    if state.timer_held {
+                    if self.timer_held {
                         return Next::Wait(None);
                     }
-                    state.timer_held = true;
+                    self.timer_held = true;
                     return Next::Wait(Some(due));
                 }
             }
         }
         let count = waiting.min(self.batch_size_max);
-        let mut batch = Batch {
-            keys: Vec::with_capacity(count),
-            inputs: Vec::with_capacity(count),
-            replies: Vec::with_capacity(count),
-        };
-        for waiting in state.queue.drain(..count) {
-            batch.keys.push(waiting.key);
-            batch.inputs.push(waiting.input);
-            batch.replies.push(waiting.reply);
+        let batch = self.drain(count);
+        Next::Run {
+            batch,
+            inputs: count,
+            more: !self.queue.is_empty(),
         }
-        state.counts.batches += 1;
-        state.counts.inputs += count as u64;
-        let more = !state.queue.is_empty();
-        drop(state);
-        if more {
-            self.ready.notify_one();
-        }
-        debug_assert!((1..=self.batch_size_max).contains(&batch.inputs.len()));
-        Next::Run(batch)
     }
 
-    /// When the front's delay is up; `None` without a delay.
-    fn due(&self, state: &State) -> Option<Instant> {
-        let admitted = state.queue.front()?.admitted?;
-        Some(admitted + self.batch_delay_max)
-    }
-
-    async fn run(&self, batch: Batch) {
+    async fn run(batch: Batch, pool: &Pool) -> Ran {
         overload::note_sent(&batch.inputs);
-        if self.apply == Apply::Keys {
-            return self.run_keys(batch).await;
+        if batch.apply == Apply::Keys {
+            return run_keys(batch, pool).await;
         }
         let count = batch.inputs.len() as u64;
-        let result = self
-            .pool
+        let result = pool
             .get()
             .apply_unkeyed(count, batch.inputs.iter().sum())
             .await
             .map(|length| outputs(length, count));
-        match result {
-            Ok(outputs) => {
-                for (reply, output) in batch.replies.into_iter().zip(outputs) {
-                    let _ = reply.send(Ok(output));
-                }
-            }
-            Err(err) => {
-                for reply in batch.replies {
-                    let _ = reply.send(Err(err.clone()));
+        Ran::Stream {
+            replies: batch.replies,
+            result,
+        }
+    }
+
+    fn answer(ran: Ran) {
+        match ran {
+            Ran::Stream { replies, result } => locked::answer_all(replies, result),
+            Ran::Keys { replies, answers } => {
+                for (reply, answer) in replies.into_iter().zip(answers) {
+                    let _ = reply.send(answer);
                 }
             }
         }
     }
+
+    fn close(&mut self) {
+        self.closed = true;
+    }
 }
 
-impl Shared {
-    /// A `multi-key` batch: each key's inputs merged into one write, every
-    /// write in one request; each input answered with the version its
-    /// place in its key's write produced.
-    async fn run_keys(&self, batch: Batch) {
-        let mut writes: Vec<Write> = Vec::new();
-        let mut write_of: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-        // Each input's write, and its place among that write's inputs.
-        let mut places = Vec::with_capacity(batch.inputs.len());
-        for (&key, &input) in batch.keys.iter().zip(&batch.inputs) {
-            let at = *write_of.entry(key).or_insert_with(|| {
-                writes.push(Write {
-                    key,
-                    count: 0,
-                    sum: 0,
-                });
-                writes.len() - 1
+/// A `multi-key` batch: each key's inputs merged into one write, every
+/// write in one request; each input answered with the version its place in
+/// its key's write produced.
+async fn run_keys(batch: Batch, pool: &Pool) -> Ran {
+    let mut writes: Vec<Write> = Vec::new();
+    let mut write_of: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    // Each input's write, and its place among that write's inputs.
+    let mut places = Vec::with_capacity(batch.inputs.len());
+    for (&key, &input) in batch.keys.iter().zip(&batch.inputs) {
+        let at = *write_of.entry(key).or_insert_with(|| {
+            writes.push(Write {
+                key,
+                count: 0,
+                sum: 0,
             });
-            let write = &mut writes[at];
-            places.push((at, write.count));
-            write.count += 1;
-            write.sum += input;
-        }
-        let applied = self.pool.get().apply_many(writes).await;
-        for (reply, (at, place)) in batch.replies.into_iter().zip(places) {
-            let answer = match &applied[at] {
-                Ok(version) => Ok(version + place + 1),
-                Err(err) => Err(err.clone()),
-            };
-            let _ = reply.send(answer);
-        }
+            writes.len() - 1
+        });
+        let write = &mut writes[at];
+        places.push((at, write.count));
+        write.count += 1;
+        write.sum += input;
     }
-}
-
-/// One worker: take a batch, run it, answer it; wait when none is ready.
-async fn work(shared: Arc<Shared>) {
-    let mut held_timer = false;
-    loop {
-        // Registered before looking, so a wake sent in between counts.
-        let notified = shared.ready.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-
-        let next = shared.next(held_timer);
-        held_timer = matches!(next, Next::Wait(Some(_)));
-        match next {
-            Next::Run(batch) => shared.run(batch).await,
-            Next::Exit => return,
-            Next::Wait(None) => notified.await,
-            Next::Wait(Some(due)) => {
-                let sleep = tokio::time::sleep_until(due.into());
-                tokio::select! {
-                    _ = notified => {}
-                    _ = sleep => {}
-                }
-            }
-        }
-    }
-}
-
-/// An error of a write whose connection failed after it was sent is an
-/// unknown outcome, and so is a reply dropped unsent (its batch was
-/// abandoned, maybe on the wire, as the runtime stopped).
-fn outcome(received: Received) -> Outcome {
-    match received {
-        Ok(Ok(_)) => Outcome::Done,
-        Ok(Err(err)) if err.is_unknown() => Outcome::Unknown,
-        Ok(Err(_)) => Outcome::Failed,
-        Err(oneshot::Canceled) => Outcome::Unknown,
+    let applied = pool.get().apply_many(writes).await;
+    let answers = places
+        .into_iter()
+        .map(|(at, place)| match &applied[at] {
+            Ok(version) => Ok(version + place + 1),
+            Err(err) => Err(err.clone()),
+        })
+        .collect();
+    Ran::Keys {
+        replies: batch.replies,
+        answers,
     }
 }
 
 impl System for SingleLockFifo {
-    type Submit = Either<Ready<Outcome>, Map<oneshot::Receiver<Answer>, fn(Received) -> Outcome>>;
+    type Submit = locked::Submit;
 
     /// `key` is kept for `multi-key` (the stream has none).
     fn submit(&self, key: u64, input: u64) -> Self::Submit {
-        let shared = &self.shared;
-        let (reply, answer) = oneshot::channel();
-        let admitted = (!shared.batch_delay_max.is_zero()).then(Instant::now);
-        let wake = {
-            let mut state = shared.lock();
-            if state.closed || state.queue.len() >= shared.queued_max {
-                None
-            } else {
-                state.queue.push_back(Waiting {
-                    key,
-                    input,
-                    reply,
-                    admitted,
-                });
-                let waiting = state.queue.len();
-                debug_assert!(waiting <= shared.queued_max);
-                Some(waiting == 1 || waiting.is_multiple_of(shared.batch_size_max))
-            }
-        };
-        match wake {
-            Some(wake) => {
-                if wake {
-                    shared.ready.notify_one();
-                }
-                Either::Right(answer.map(outcome as fn(Received) -> Outcome))
-            }
-            None => Either::Left(futures::future::ready(Outcome::Refused)),
-        }
+        let admitted = self.stamped.then(Instant::now);
+        self.locked.submit(|fifo, reply| {
+            fifo.admit(Waiting {
+                key,
+                input,
+                reply,
+                admitted,
+            })
+        })
     }
 
     fn batch_counts(&self) -> Option<BatchCounts> {
-        Some(self.shared.lock().counts)
+        Some(self.locked.counts())
     }
 
     fn close(&mut self) {
-        self.shared.lock().closed = true;
-        self.shared.ready.notify_waiters();
-        let Some(runtime) = self.runtime.take() else {
-            return;
-        };
-        let workers = std::mem::take(&mut self.workers);
-        runtime.block_on(async {
-            for worker in workers {
-                let _ = worker.await;
-            }
-        });
-        runtime.shutdown_background();
-    }
-}
-
-impl Drop for SingleLockFifo {
-    fn drop(&mut self) {
-        self.close();
+        self.locked.close();
     }
 }
