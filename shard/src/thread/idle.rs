@@ -97,13 +97,20 @@ impl IdlePolicy {
     /// batch was lately woken on the shard's own thread by the runtime
     /// (glommio): by its reactor, for a timer or I/O the batch awaits, or by
     /// a task of the thread.
+    ///
+    /// `odds` scores the recent idle gaps spent awaiting the runtime with
+    /// batches in flight: once they mostly outlast the spin, such a shard
+    /// parks at once ([`Awaiting::RuntimeLater`]).
     pub(crate) fn awaiting(
         &self,
         in_flight: usize,
         typical_batch: Duration,
         runtime_wakes: bool,
+        odds: SpinOdds,
     ) -> Awaiting {
-        if runtime_wakes {
+        if runtime_wakes && in_flight > 0 && !odds.pays() {
+            Awaiting::RuntimeLater
+        } else if runtime_wakes {
             Awaiting::Runtime
         } else if in_flight == 0 || typical_batch < self.spin {
             Awaiting::Soon
@@ -121,16 +128,18 @@ impl IdlePolicy {
         awaiting: Awaiting,
         looks: Looks,
     ) -> Stage {
-        if idle_for < self.spin && awaiting != Awaiting::Elsewhere {
+        let spins = matches!(awaiting, Awaiting::Soon | Awaiting::Runtime);
+        if idle_for < self.spin && spins {
             return Stage::Spin;
         }
         // A skipped spin is not dozed instead: `doze` is the doze's length
         // whatever came before it (so zero still means no doze).
         let doze_ends = match awaiting {
+            Awaiting::Soon => self.spin.saturating_add(self.doze),
             Awaiting::Elsewhere => self.doze,
-            Awaiting::Soon | Awaiting::Runtime => self.spin.saturating_add(self.doze),
+            Awaiting::Runtime | Awaiting::RuntimeLater => return Stage::Park,
         };
-        if idle_for >= doze_ends || awaiting == Awaiting::Runtime {
+        if idle_for >= doze_ends {
             return Stage::Park;
         }
         // Growing looks: the next comes after as long again as the shard
@@ -167,6 +176,63 @@ pub(crate) enum Awaiting {
     /// while the thread dozes. Spin (each look gives the runtime a turn),
     /// then park.
     Runtime,
+    /// The same events, which have lately come later than the spin (a
+    /// store's answers over a socket, say): a spin would mostly end in the
+    /// park anyway, its CPU time spent for nothing, so park at once.
+    RuntimeLater,
+}
+
+impl Awaiting {
+    /// Whether a wait in this state scores its gap in [`SpinOdds`]: one
+    /// for the runtime's events, spinning or not.
+    pub(crate) fn scores_gaps(self) -> bool {
+        matches!(self, Awaiting::Runtime | Awaiting::RuntimeLater)
+    }
+}
+
+/// Whether spinning for the runtime's events (batches in flight, woken by
+/// the runtime) has been paying for itself lately.
+///
+/// A spin that sees its event come saves a park: for tokio an `epoll_wait`
+/// and a wake-up through its driver, for glommio far more (see the module
+/// docs). A spin that does not costs the whole spin in CPU time that other
+/// threads of the CPU (the store's, the callers') could have used, and
+/// then the park anyway. With a spin of tens of microseconds against a park
+/// of a few, a spin pays only when nearly every gap ends within it. So the
+/// shard scores its gaps while it awaits the runtime with batches in
+/// flight: a gap shorter than the spin adds [`SpinOdds::HIT`], a longer one
+/// takes [`SpinOdds::MISS`] away, and the shard spins while the score is
+/// not negative: while at least 7 gaps in 8 end within the spin.
+///
+/// Only those waits are scored: a shard with nothing in flight waits for
+/// its callers, whose next input a spin catches at light load, when one
+/// caller's latency is all there is to measure; a preempted thread's burst
+/// of long gaps must not take that spin away.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SpinOdds {
+    score: i32,
+}
+
+impl SpinOdds {
+    /// What a gap within the spin adds to the score.
+    pub(crate) const HIT: i32 = 1;
+    /// What a gap longer than the spin takes away.
+    pub(crate) const MISS: i32 = 7;
+    /// The score's bounds: a change of load is followed within a few gaps
+    /// (16 hits bring a shard that stopped spinning back to it).
+    const BOUND: i32 = 16;
+
+    /// Counts an idle gap of `gap` (from the shard's last work to its next
+    /// event), for a spin of `spin`.
+    pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
+        let step = if gap < spin { Self::HIT } else { -Self::MISS };
+        self.score = (self.score + step).clamp(-Self::BOUND, Self::BOUND);
+    }
+
+    /// Whether the shard should spin for the runtime's events.
+    pub(crate) fn pays(&self) -> bool {
+        self.score >= 0
+    }
 }
 
 /// How long after a batch was last woken by the runtime (glommio) the shard
@@ -439,12 +505,74 @@ mod tests {
             doze: Duration::from_millis(2),
         };
         let ms = Duration::from_millis(1);
-        assert_eq!(policy.awaiting(0, ms, false), Awaiting::Soon);
-        assert_eq!(policy.awaiting(3, 10 * US, false), Awaiting::Soon);
-        assert_eq!(policy.awaiting(3, 50 * US, false), Awaiting::Elsewhere);
-        assert_eq!(policy.awaiting(1, ms, false), Awaiting::Elsewhere);
-        assert_eq!(policy.awaiting(1, ms, true), Awaiting::Runtime);
-        assert_eq!(policy.awaiting(0, Duration::ZERO, true), Awaiting::Runtime);
+        let pays = SpinOdds::default();
+        assert_eq!(policy.awaiting(0, ms, false, pays), Awaiting::Soon);
+        assert_eq!(policy.awaiting(3, 10 * US, false, pays), Awaiting::Soon);
+        assert_eq!(
+            policy.awaiting(3, 50 * US, false, pays),
+            Awaiting::Elsewhere
+        );
+        assert_eq!(policy.awaiting(1, ms, false, pays), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(1, ms, true, pays), Awaiting::Runtime);
+        assert_eq!(
+            policy.awaiting(0, Duration::ZERO, true, pays),
+            Awaiting::Runtime
+        );
+        let mut misses = SpinOdds::default();
+        misses.gap(ms, policy.spin);
+        assert!(!misses.pays());
+        assert_eq!(policy.awaiting(1, ms, true, misses), Awaiting::RuntimeLater);
+        // With nothing in flight the next event is a caller's: spin for it.
+        assert_eq!(policy.awaiting(0, ms, true, misses), Awaiting::Runtime);
+        // Answers from other threads do not depend on the odds.
+        assert_eq!(policy.awaiting(1, ms, false, misses), Awaiting::Elsewhere);
+        assert_eq!(policy.awaiting(0, ms, false, misses), Awaiting::Soon);
+    }
+
+    #[test]
+    fn runtime_events_that_come_later_than_the_spin_are_parked_for_at_once() {
+        let policy = IdlePolicy {
+            spin: 50 * US,
+            doze: Duration::from_millis(2),
+        };
+        let later = |idle_for| policy.stage(idle_for, None, Awaiting::RuntimeLater, Looks::Growing);
+        assert_eq!(later(Duration::ZERO), Stage::Park);
+        assert_eq!(later(Duration::from_millis(5)), Stage::Park);
+        assert!(Awaiting::RuntimeLater.scores_gaps() && Awaiting::Runtime.scores_gaps());
+        assert!(!Awaiting::Soon.scores_gaps() && !Awaiting::Elsewhere.scores_gaps());
+    }
+
+    #[test]
+    fn a_spin_pays_while_nearly_every_gap_ends_within_it() {
+        let spin = 50 * US;
+        let mut odds = SpinOdds::default();
+        assert!(odds.pays(), "a new shard spins");
+        odds.gap(10 * US, spin);
+        odds.gap(60 * US, spin);
+        assert!(!odds.pays(), "one miss outweighs one hit");
+        for _ in 0..6 {
+            odds.gap(10 * US, spin);
+        }
+        assert!(odds.pays(), "7 hits to a miss");
+        // Long gaps stop the spin within a few, whatever came before.
+        for _ in 0..100 {
+            odds.gap(US, spin);
+        }
+        for _ in 0..3 {
+            odds.gap(spin, spin);
+        }
+        assert!(!odds.pays(), "a gap as long as the spin is a miss");
+        // However many, the score stays within its bound, so short gaps
+        // bring the spin back within 16.
+        for _ in 0..100 {
+            odds.gap(Duration::from_secs(1), spin);
+        }
+        for _ in 0..15 {
+            odds.gap(Duration::ZERO, spin);
+        }
+        assert!(!odds.pays());
+        odds.gap(Duration::ZERO, spin);
+        assert!(odds.pays(), "16 hits bring the spin back");
     }
 
     #[test]

@@ -70,7 +70,9 @@ use crate::runtime::executor::{self, Executor};
 use crate::runtime::slice::SliceChoice;
 use crate::thread::clock::Clock;
 use crate::thread::flush_door::FlushDoor;
-use crate::thread::idle::{self, BatchTime, IdlePolicy, Looks, Stage, RUNTIME_WAKE_MEMORY};
+use crate::thread::idle::{
+    self, Awaiting, BatchTime, IdlePolicy, Looks, SpinOdds, Stage, RUNTIME_WAKE_MEMORY,
+};
 use crate::thread::inbound::{Inbound, SharedIntake};
 use crate::thread::local::Nudge;
 use crate::value::nanos::Nanos;
@@ -172,6 +174,9 @@ where
     tasks: Rc<Cell<usize>>,
     yielded_at: Nanos,
     worked_at: Nanos,
+    /// Whether the shard's recent gaps awaiting the runtime say a spin
+    /// pays (see `idle::SpinOdds`).
+    spin_odds: SpinOdds,
     /// When a batch was last woken by the runtime: rung on this thread
     /// while the loop had handed the thread to it (see `idle::Awaiting`).
     runtime_woke_at: Option<Nanos>,
@@ -225,6 +230,7 @@ where
             tasks: Rc::new(Cell::new(0)),
             yielded_at: Nanos::ZERO,
             worked_at: Nanos::ZERO,
+            spin_odds: SpinOdds::default(),
             runtime_woke_at: None,
             stamp_on_pop,
             expires,
@@ -545,7 +551,7 @@ where
         if self.worked || !self.batches.finished.is_empty() {
             self.worked_at = self.parts.clock.latest();
         }
-        let stage = self.stage();
+        let (stage, awaiting) = self.stage();
         if stage == Stage::Park {
             // Nothing may happen for a long time: the metrics are brought
             // up to date first.
@@ -553,7 +559,12 @@ where
         }
         let woke = poll_fn(|cx| self.poll_wait(cx, stage)).await;
         if woke {
-            self.worked_at = self.parts.clock.read();
+            let now = self.parts.clock.read();
+            if awaiting.scores_gaps() {
+                let gap = now.saturating_sub(self.worked_at);
+                self.spin_odds.gap(gap, self.parts.idle.spin);
+            }
+            self.worked_at = now;
         }
         self.parts.intake.awake();
         woke
@@ -577,8 +588,9 @@ where
         self.timer = Some((deadline, R::timer(deadline.saturating_sub(now))));
     }
 
-    /// Which idle stage this wait is in (see `idle.rs`).
-    fn stage(&self) -> Stage {
+    /// Which idle stage this wait is in, and what the shard awaits (see
+    /// `idle.rs`).
+    fn stage(&self) -> (Stage, Awaiting) {
         let now = self.parts.clock.latest();
         let idle = &self.parts.idle;
         let due_in = self.timer.as_ref().map(|(due, _)| due.saturating_sub(now));
@@ -586,7 +598,8 @@ where
             .runtime_woke_at
             .is_some_and(|at| now.saturating_sub(at) < RUNTIME_WAKE_MEMORY);
         let in_flight = self.parts.core.borrow().in_flight();
-        let awaiting = idle.awaiting(in_flight, self.batches.took.typical(), runtime_wakes);
+        let typical_batch = self.batches.took.typical();
+        let awaiting = idle.awaiting(in_flight, typical_batch, runtime_wakes, self.spin_odds);
         let looks = if self.tasks.get() > 0 {
             Looks::Often
         } else if in_flight > 0 {
@@ -594,7 +607,8 @@ where
         } else {
             Looks::Never
         };
-        idle.stage(now.saturating_sub(self.worked_at), due_in, awaiting, looks)
+        let idle_for = now.saturating_sub(self.worked_at);
+        (idle.stage(idle_for, due_in, awaiting, looks), awaiting)
     }
 
     /// One look while waiting: anything happened? If not, spin, doze or
