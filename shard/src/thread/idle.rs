@@ -191,47 +191,56 @@ impl Awaiting {
 }
 
 /// Whether spinning for the runtime's events (batches in flight, woken by
-/// the runtime) has been paying for itself lately.
+/// the runtime) has been paying for itself lately: a ledger of what the
+/// spin would have saved and cost over the recent gaps.
 ///
-/// A spin that sees its event come saves a park: for tokio an `epoll_wait`
-/// and a wake-up through its driver, for glommio far more (see the module
-/// docs). A spin that does not costs the whole spin in CPU time that other
-/// threads of the CPU (the store's, the callers') could have used, and
-/// then the park anyway. With a spin of tens of microseconds against a park
-/// of a few, a spin pays only when nearly every gap ends within it. So the
-/// shard scores its gaps while it awaits the runtime with batches in
-/// flight: a gap shorter than the spin adds [`SpinOdds::HIT`], a longer one
-/// takes [`SpinOdds::MISS`] away, and the shard spins while the score is
-/// not negative: while at least 7 gaps in 8 end within the spin.
+/// A gap that ends within the spin (a hit) saves a park and its wake-up,
+/// [`SpinOdds::WAKE_COST`] of CPU, and costs the gap's own length spent
+/// looking. A gap longer than the spin (a miss) costs the whole spin, and
+/// the park anyway. The shard spins while the ledger is not negative: when
+/// events come a few microseconds apart, or nearly always within the spin.
+/// Store answers over a socket, tens of microseconds apart and some far
+/// later (a commit's `fsync`), turn it off: each spin there mostly burned
+/// CPU time the store's and the callers' threads of the same CPUs wanted,
+/// and then parked.
 ///
-/// Only those waits are scored: a shard with nothing in flight waits for
-/// its callers, whose next input a spin catches at light load, when one
-/// caller's latency is all there is to measure; a preempted thread's burst
-/// of long gaps must not take that spin away.
+/// Gaps are scored whether the shard spun or parked for them, so a spin
+/// turned off comes back once events come close together again. Only these
+/// waits are scored: a shard with nothing in flight waits for its callers,
+/// whose next input a spin catches at light load, when one caller's
+/// latency is all there is to measure, and a preempted thread's burst of
+/// long gaps must not take that spin away.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SpinOdds {
-    score: i32,
+    /// Nanoseconds saved minus spent, within `±BOUND_SPINS` spins.
+    ledger_ns: i64,
 }
 
 impl SpinOdds {
-    /// What a gap within the spin adds to the score.
-    pub(crate) const HIT: i32 = 1;
-    /// What a gap longer than the spin takes away.
-    pub(crate) const MISS: i32 = 7;
-    /// The score's bounds: a change of load is followed within a few gaps
-    /// (16 hits bring a shard that stopped spinning back to it).
-    const BOUND: i32 = 16;
+    /// The CPU time a park and its wake-up cost the shard's CPUs: the
+    /// runtime's wait call, the waker's call, two context switches (on
+    /// the tokio runtime; glommio's park costs more).
+    pub(crate) const WAKE_COST: Duration = Duration::from_micros(10);
+    /// The ledger's bounds, in spins: a change of load is followed within
+    /// a few gaps.
+    const BOUND_SPINS: i64 = 4;
 
     /// Counts an idle gap of `gap` (from the shard's last work to its next
     /// event), for a spin of `spin`.
     pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
-        let step = if gap < spin { Self::HIT } else { -Self::MISS };
-        self.score = (self.score + step).clamp(-Self::BOUND, Self::BOUND);
+        let (gap, spin) = (nanos(gap) as i64, nanos(spin) as i64);
+        let step = if gap < spin {
+            nanos(Self::WAKE_COST) as i64 - gap
+        } else {
+            -spin
+        };
+        let bound = spin.saturating_mul(Self::BOUND_SPINS);
+        self.ledger_ns = self.ledger_ns.saturating_add(step).clamp(-bound, bound);
     }
 
     /// Whether the shard should spin for the runtime's events.
     pub(crate) fn pays(&self) -> bool {
-        self.score >= 0
+        self.ledger_ns >= 0
     }
 }
 
@@ -543,36 +552,50 @@ mod tests {
     }
 
     #[test]
-    fn a_spin_pays_while_nearly_every_gap_ends_within_it() {
+    fn a_spin_pays_while_what_it_saves_outweighs_what_it_costs() {
         let spin = 50 * US;
         let mut odds = SpinOdds::default();
         assert!(odds.pays(), "a new shard spins");
-        odds.gap(10 * US, spin);
-        odds.gap(60 * US, spin);
-        assert!(!odds.pays(), "one miss outweighs one hit");
-        for _ in 0..6 {
-            odds.gap(10 * US, spin);
-        }
-        assert!(odds.pays(), "7 hits to a miss");
-        // Long gaps stop the spin within a few, whatever came before.
+        // Events a few microseconds apart: each hit saves a wake-up for
+        // less than its cost, and a miss now and then is outweighed.
         for _ in 0..100 {
-            odds.gap(US, spin);
+            odds.gap(2 * US, spin);
         }
+        odds.gap(spin, spin);
+        assert!(
+            odds.pays(),
+            "a gap as long as the spin is a miss, outweighed"
+        );
+        // Hits as long as a wake-up save nothing; misses then turn it off.
+        for _ in 0..100 {
+            odds.gap(SpinOdds::WAKE_COST, spin);
+        }
+        assert!(odds.pays(), "nothing saved, nothing lost");
+        // Then misses: the 150 us left are spent by the fourth.
         for _ in 0..3 {
-            odds.gap(spin, spin);
+            odds.gap(Duration::from_millis(1), spin);
         }
-        assert!(!odds.pays(), "a gap as long as the spin is a miss");
-        // However many, the score stays within its bound, so short gaps
-        // bring the spin back within 16.
+        assert!(odds.pays());
+        odds.gap(Duration::from_millis(1), spin);
+        assert!(!odds.pays());
+        // Answers tens of microseconds apart: every hit costs more than the
+        // wake-up it saves.
+        let mut odds = SpinOdds::default();
         for _ in 0..100 {
-            odds.gap(Duration::from_secs(1), spin);
-        }
-        for _ in 0..15 {
-            odds.gap(Duration::ZERO, spin);
+            odds.gap(30 * US, spin);
         }
         assert!(!odds.pays());
-        odds.gap(Duration::ZERO, spin);
-        assert!(odds.pays(), "16 hits bring the spin back");
+        // Whatever came before, the ledger is bounded: close events bring
+        // the spin back within a few dozen gaps.
+        for _ in 0..1000 {
+            odds.gap(Duration::from_secs(1), spin);
+        }
+        let mut gaps = 0;
+        while !odds.pays() {
+            odds.gap(US, spin);
+            gaps += 1;
+        }
+        assert_eq!(gaps, 23, "4 spins' worth, 9 us saved a gap");
     }
 
     #[test]
