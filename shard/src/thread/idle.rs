@@ -37,7 +37,9 @@
 //! spin (it dozes from its last work, for `doze`); with batches that the
 //! runtime (glommio) wakes (their timers or I/O), it does not doze (it
 //! spins, then parks), since the runtime would not run while the thread
-//! blocks.
+//! blocks; and it spins for those events only while a ledger of its recent
+//! gaps says the spin saves more than it costs ([`SpinOdds`]), else it
+//! parks at once.
 
 use std::cell::Cell;
 use std::sync::Arc;
