@@ -655,7 +655,7 @@ where
     /// While a shard dozes, glommio does not run: timers and I/O of other
     /// tasks on the shard's thread (see [`Engine::spawn_on`](crate::Engine::spawn_on)), and a batch
     /// function's own glommio I/O, are looked at every
-    /// [`DOZE_LOOK_EVERY`](ferry_shard::DOZE_LOOK_EVERY) (50 µs), not at once.
+    /// 50 µs, not at once.
     /// A batch function that awaits glommio I/O on a shard with little else
     /// to do is better served by zero here.
     ///

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ferry_shard::parts::{Carry, Lanes, Waiter};
-use ferry_shard::{KeyedShard, Outcome, Refused, Runtime, ShardId};
+use ferry_shard::{Outcome, Refused, Runtime, ShardId};
 
 use crate::config::{Builder, Plan};
 use crate::flush::Flush;
@@ -282,7 +282,7 @@ where
     pub fn submit_local(&self, key: K, input: I) -> LocalSubmit<I, O, E> {
         let inner = &*self.inner;
         let (index, hash) = route(&key, inner.list.len());
-        let shard: &KeyedShard<K, I, O, E> = &inner.list[index];
+        let shard = &inner.list[index];
         let (rank, boundary, weight) = match inner.measure(&input) {
             Ok(measured) => measured,
             Err(reason) => {

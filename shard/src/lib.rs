@@ -46,11 +46,7 @@ pub use crate::thread::flush_door::Flushed;
 pub use crate::thread::handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, StartFailure, Starting,
 };
-pub use crate::thread::idle::DOZE_LOOK_EVERY;
-pub use crate::thread::inbound::SpawnTask;
 pub use crate::value::batch_fn::BatchFn;
-#[allow(deprecated)]
-pub use crate::value::config::LanesConfig;
 pub use crate::value::config::{ConfigError, QueueConfig};
 pub use crate::value::error::{FerryError, Outcome};
 pub use crate::value::hold::Hold;
@@ -59,12 +55,6 @@ pub use crate::value::order::{Order, Rank};
 pub use crate::value::refused::{Refusal, Refused};
 pub use crate::value::shard_id::ShardId;
 pub use crate::value::trip_fn::TripFn;
-
-/// A shard of per-key batching: one lane per key.
-pub type KeyedShard<K, I, O, E> = Shard<parts::Lanes<K, parts::Waiter<I, O, E>>, I, O, E>;
-
-/// A shard of unkeyed batching: one stream in admission order.
-pub type UnkeyedShard<I, O, E> = Shard<parts::Fifo<parts::Waiter<I, O, E>>, I, O, E>;
 
 /// The pieces a shard is made of, for the crate's own tests (simulations,
 /// models, loom checks), its micro-benchmark, `ferry-bench`'s baselines
@@ -82,14 +72,23 @@ pub mod parts {
     pub use crate::queue::lanes::Lanes;
     pub use crate::queue::seam::Queue;
     // `ferry-bench`'s single-lock baseline drives `Lanes` by hand.
-    pub use crate::queue::lanes::Batch;
-    // The step-by-step tests: queues, core, intake and answer cells.
-    pub use crate::answer::answer_cell::{answer_cell, Receiver, Unsent};
-    pub use crate::answer::gather::{Deliveries, ToShard};
-    pub use crate::core::ended::{BatchOutcome, Ended, TripOutcome};
-    pub use crate::core::shard_core::{Bundled, Offer, Reply, ShardCore, Submission};
-    pub use crate::queue::fifo::FifoBatch;
-    pub use crate::queue::lanes::{LaneId, LaneState};
-    pub use crate::thread::intake::Intake;
-    pub use crate::value::nanos::Nanos;
+    pub use crate::queue::lanes::{Batch, LaneId};
+    // The step-by-step tests (simulations, models, loom checks) and the
+    // engine's allocation test reach the core, the intake and the answer
+    // cells: only with the `internals` feature, which only their
+    // dev-dependencies turn on.
+    #[cfg(feature = "internals")]
+    pub use self::internals::*;
+
+    #[cfg(feature = "internals")]
+    mod internals {
+        pub use crate::answer::answer_cell::{answer_cell, Receiver, Unsent};
+        pub use crate::answer::gather::{Deliveries, ToShard};
+        pub use crate::core::ended::{BatchOutcome, Ended, TripOutcome};
+        pub use crate::core::shard_core::{Bundled, Offer, Reply, ShardCore, Submission};
+        pub use crate::queue::fifo::FifoBatch;
+        pub use crate::queue::lanes::LaneState;
+        pub use crate::thread::intake::Intake;
+        pub use crate::value::nanos::Nanos;
+    }
 }

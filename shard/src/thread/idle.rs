@@ -54,7 +54,7 @@ use crate::value::nanos::nanos;
 /// the timers and I/O of the thread's other tasks, gets a turn after this
 /// long, then after as long again as the shard has been idle; every this
 /// long while tasks spawned on the shard are alive.
-pub const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
+pub(crate) const DOZE_LOOK_EVERY: Duration = Duration::from_micros(50);
 
 /// How often a dozing shard looks again, giving the runtime (glommio) a
 /// turn: its thread does not run the runtime while it dozes.

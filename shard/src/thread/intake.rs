@@ -216,11 +216,6 @@ impl<T> Intake<T> {
         self.queue.is_empty()
     }
 
-    /// The most items the queue holds.
-    pub fn capacity(&self) -> usize {
-        self.queue.capacity()
-    }
-
     /// Shard side, before it parks: registers `waker` and announces sleep.
     /// Returns `false` (and stays awake) if there is something to do: an
     /// item, a ring not yet taken, a close the shard has not seen yet

@@ -68,20 +68,6 @@ pub struct QueueConfig {
     pub boundaries: bool,
 }
 
-/// The former name of [`QueueConfig`], kept for one release: the bounds
-/// are those of the unkeyed `Fifo` as much as of the per-key lanes.
-///
-/// ```
-/// #![allow(deprecated)]
-/// let config = ferry_shard::LanesConfig::default();
-/// assert_eq!(config, ferry_shard::QueueConfig::default());
-/// ```
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `QueueConfig`: it bounds the unkeyed queue too"
-)]
-pub type LanesConfig = QueueConfig;
-
 impl QueueConfig {
     /// Default `max_batch_size`.
     pub const DEFAULT_MAX_BATCH_SIZE: usize = 64;
