@@ -620,7 +620,11 @@ where
     /// that window needs no wake-up, and a wake-up crosses CPUs (tens of
     /// microseconds in a virtual machine, whose idle CPUs are slow to wake).
     /// Set it to zero where CPU time is billed or shared with work that does
-    /// not yield; raise it when light-load latency matters most.
+    /// not yield; raise it when light-load latency matters most. A shard
+    /// does not spin while its batches are out to a store further away than
+    /// this, and one whose batches its own runtime wakes (a store's client
+    /// on the shard's thread) spins for them only while its recent gaps
+    /// say the spin saves more CPU time than it spends.
     ///
     /// ```
     /// use std::time::Duration;
