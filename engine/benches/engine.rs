@@ -108,8 +108,9 @@ fn main() {
     for how in [LocalCall::Submit, LocalCall::Many] {
         local_latency(Duration::from_secs(seconds.min(3)), how);
     }
-    // Defaults; unpinned; no spin (the shard dozes at once, the caller
-    // parks); neither spin nor doze (the shard parks in glommio).
+    // Pinned; the defaults (unpinned); pinned without spin (the shard
+    // dozes at once, the caller parks); pinned with neither spin nor doze
+    // (the shard parks in glommio).
     for (pin, spin_us, doze_us) in [
         (true, 50, 2_000),
         (false, 50, 2_000),
