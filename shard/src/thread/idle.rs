@@ -101,8 +101,8 @@ impl IdlePolicy {
     /// a task of the thread.
     ///
     /// `odds` scores the recent idle gaps spent awaiting the runtime with
-    /// batches in flight: once they mostly outlast the spin, such a shard
-    /// parks at once ([`Awaiting::RuntimeLater`]).
+    /// batches in flight: once a spin there costs more than it saves, such
+    /// a shard parks at once ([`Awaiting::RuntimeLater`]).
     pub(crate) fn awaiting(
         &self,
         in_flight: usize,
@@ -230,9 +230,12 @@ impl SpinOdds {
     /// Counts an idle gap of `gap` (from the shard's last work to its next
     /// event), for a spin of `spin`.
     pub(crate) fn gap(&mut self, gap: Duration, spin: Duration) {
-        let (gap, spin) = (nanos(gap) as i64, nanos(spin) as i64);
+        // Saturating: a spin set to `Duration::MAX` (look for ever) must
+        // neither wrap negative nor invert the bounds.
+        let signed = |time: Duration| i64::try_from(nanos(time)).unwrap_or(i64::MAX);
+        let (gap, spin) = (signed(gap), signed(spin));
         let step = if gap < spin {
-            nanos(Self::WAKE_COST) as i64 - gap
+            signed(Self::WAKE_COST) - gap
         } else {
             -spin
         };
@@ -598,6 +601,20 @@ mod tests {
             gaps += 1;
         }
         assert_eq!(gaps, 23, "4 spins' worth, 9 us saved a gap");
+    }
+
+    #[test]
+    fn a_spin_without_end_is_scored_without_overflow() {
+        let mut odds = SpinOdds::default();
+        odds.gap(US, Duration::MAX);
+        assert!(odds.pays(), "a short gap saves a wake-up");
+        odds.gap(Duration::from_secs(1), Duration::MAX);
+        assert!(!odds.pays(), "a second spun costs more than a wake-up");
+        odds.gap(Duration::MAX, Duration::MAX);
+        assert!(!odds.pays(), "a gap as long as the spin is a miss");
+        let mut odds = SpinOdds::default();
+        odds.gap(Duration::MAX, 50 * US);
+        assert!(!odds.pays());
     }
 
     #[test]
