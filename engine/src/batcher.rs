@@ -22,13 +22,13 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
-use ferry_shard::parts::{Carry, Fifo, Waiter};
-use ferry_shard::{Outcome, Runtime, ShardId};
+use ferry_shard::parts::{Fifo, Waiter};
+use ferry_shard::{Outcome, Runtime, ShardConfig};
 
 use crate::config::{BatcherBuilder, Plan};
 use crate::flush::Flush;
 use crate::outcomes::Outcomes;
-use crate::shards::{block_on_submit, Shards, UnkeyedShards};
+use crate::shards::{block_on_submit, Shards, Started, UnkeyedShards};
 use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::Submit;
@@ -163,15 +163,12 @@ where
         BatcherBuilder::default()
     }
 
-    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
+    pub(crate) fn start<S, FE>(plan: Plan<I>, start_one: S) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<B, FE>> + 'static,
-        B: Carry<Fifo<Waiter<I, O, E>>, I, O, E> + 'static,
-        FE: Send + 'static,
+        S: Fn(ShardConfig) -> Started<Fifo<Waiter<I, O, E>>, I, O, E, FE>,
     {
         Ok(Self {
-            inner: Arc::new(Shards::start(plan, factory)?),
+            inner: Arc::new(Shards::start(plan, start_one)?),
             spread: Arc::new(Spread::new()),
         })
     }

@@ -7,10 +7,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_shard::parts::TripLimits;
 use ferry_shard::{
     usable_cpus, ConfigError, Hold, Order, QueueConfig, Runtime, ShardConfig, ShardId,
-    MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 
 /// Weighs an input (default: 1 per input).
@@ -79,6 +77,26 @@ pub const DEFAULT_DOZE_BEFORE_PARK: Duration = Duration::from_millis(2);
 /// assert_eq!(ferry::DEFAULT_SCHED_SLICE, ferry::MIN_SCHED_SLICE);
 /// ```
 pub const DEFAULT_SCHED_SLICE: Duration = MIN_SCHED_SLICE;
+
+/// The shortest time slice Linux grants a thread: it clamps shorter
+/// requests up to this. The least nonzero [`Builder::sched_slice`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// assert_eq!(ferry::MIN_SCHED_SLICE, Duration::from_micros(100));
+/// ```
+pub const MIN_SCHED_SLICE: Duration = ShardConfig::MIN_SCHED_SLICE;
+
+/// The longest time slice Linux grants a thread: it clamps longer requests
+/// down to this. The greatest [`Builder::sched_slice`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// assert_eq!(ferry::MAX_SCHED_SLICE, Duration::from_millis(100));
+/// ```
+pub const MAX_SCHED_SLICE: Duration = ShardConfig::MAX_SCHED_SLICE;
 
 /// The types a builder is for, held by no value.
 type Types<K, O, E, M> = fn(K, M) -> (O, E);
@@ -178,7 +196,8 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     refuse_late: bool,
     boundary: Option<Boundary<I>>,
     runtime: Runtime,
-    trip: TripLimits,
+    max_trip_batches: usize,
+    max_trip_weight: u64,
     _types: PhantomData<Types<K, O, E, M>>,
 }
 
@@ -199,10 +218,8 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             refuse_late: false,
             boundary: None,
             runtime: Runtime::Auto,
-            trip: TripLimits {
-                max_batches: DEFAULT_MAX_TRIP_BATCHES,
-                max_weight: u64::MAX,
-            },
+            max_trip_batches: DEFAULT_MAX_TRIP_BATCHES,
+            max_trip_weight: u64::MAX,
             _types: PhantomData,
         }
     }
@@ -225,8 +242,8 @@ impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
             .field("refuse_late", &self.refuse_late)
             .field("boundary", &self.boundary.as_ref().map(|_| ".."))
             .field("runtime", &self.runtime)
-            .field("max_trip_batches", &self.trip.max_batches)
-            .field("max_trip_weight", &self.trip.max_weight)
+            .field("max_trip_batches", &self.max_trip_batches)
+            .field("max_trip_weight", &self.max_trip_weight)
             .finish()
     }
 }
@@ -553,6 +570,42 @@ where
         self
     }
 
+    /// Every bound of a shard's queue at once, as one [`QueueConfig`]
+    /// (kept, say, in a service's own settings and shared by its engines):
+    /// batch size, weight and delay, waiting inputs and weight (per shard and
+    /// per key), queue time and `withdraw_on_drop`. A setter called after it
+    /// changes its one field. Its `hold` and `boundaries` are not read:
+    /// [`order`](Builder::order), [`refuse_late`](Builder::refuse_late) and
+    /// [`boundary`](Builder::boundary) set them at start.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use ferry::{Engine, QueueConfig, StartError};
+    ///
+    /// let bounds = QueueConfig {
+    ///     max_batch_size: 8,
+    ///     max_batch_delay: Duration::from_micros(200),
+    ///     ..QueueConfig::default()
+    /// };
+    /// let engine: Engine<u64, u32, u32, String> = Engine::builder()
+    ///     .shards(1)
+    ///     .pin(false)
+    ///     .queue(bounds.clone())
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) })
+    ///     .unwrap();
+    /// assert_eq!(engine.submit_blocking(3, 9), Ok(9));
+    ///
+    /// // Checked at start like each setter's value.
+    /// let refused = Engine::<u64, u32, u32, String>::builder()
+    ///     .queue(QueueConfig { max_waiting: 0, ..bounds })
+    ///     .start(|_| |_key: u64, inputs: Vec<u32>| async move { Ok::<_, String>(inputs) });
+    /// assert!(matches!(refused, Err(StartError::Config(e)) if e.field == "max_waiting"));
+    /// ```
+    pub fn queue(mut self, bounds: QueueConfig) -> Self {
+        self.lanes = bounds;
+        self
+    }
+
     /// How much an input weighs (default 1). Called on the caller's thread.
     ///
     /// ```
@@ -814,6 +867,8 @@ where
                 spin_before_park: self.spin_before_park,
                 doze_before_park: self.doze_before_park,
                 sched_slice: self.sched_slice,
+                max_trip_batches: self.max_trip_batches,
+                max_trip_weight: self.max_trip_weight,
             },
             order: self.order,
             weigh: self.weigh,
@@ -1072,7 +1127,7 @@ where
     /// assert!(matches!(none, Err(StartError::Config(e)) if e.field == "max_trip_batches"));
     /// ```
     pub fn max_trip_batches(mut self, batches: usize) -> Self {
-        self.trip.max_batches = batches;
+        self.max_trip_batches = batches;
         self
     }
 
@@ -1097,23 +1152,23 @@ where
     /// assert_eq!(engine.submit_blocking(1, 7), Ok(1));
     /// ```
     pub fn max_trip_weight(mut self, weight: u64) -> Self {
-        self.trip.max_weight = weight;
+        self.max_trip_weight = weight;
         self
     }
 
-    /// The trip settings, validated.
-    pub(crate) fn trip_limits(&self) -> Result<TripLimits, ConfigError> {
-        if self.trip.max_batches == 0 {
+    /// Checks the trip settings, which only a trip function uses.
+    pub(crate) fn check_trips(&self) -> Result<(), ConfigError> {
+        if self.max_trip_batches == 0 {
             return Err(ConfigError::new(
                 "max_trip_batches",
                 "must be at least 1",
                 0,
             ));
         }
-        if self.trip.max_weight == 0 {
+        if self.max_trip_weight == 0 {
             return Err(ConfigError::new("max_trip_weight", "must be at least 1", 0));
         }
-        Ok(self.trip)
+        Ok(())
     }
 }
 

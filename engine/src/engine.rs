@@ -3,14 +3,14 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use ferry_shard::parts::{Carry, Lanes, Waiter};
-use ferry_shard::{Outcome, Refused, Runtime, ShardId};
+use ferry_shard::parts::{Lanes, Waiter};
+use ferry_shard::{Outcome, Refused, Runtime, ShardConfig, ShardId};
 
 use crate::config::{Builder, Plan};
 use crate::flush::Flush;
 use crate::outcomes::Outcomes;
 use crate::route::route;
-use crate::shards::{block_on_submit, KeyedShards, Shards};
+use crate::shards::{block_on_submit, KeyedShards, Shards, Started};
 use crate::start_error::StartError;
 use crate::stats::Stats;
 use crate::submit::{LocalSubmit, Submit};
@@ -123,14 +123,11 @@ where
         Builder::default()
     }
 
-    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
+    pub(crate) fn start<S, FE>(plan: Plan<I>, start_one: S) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<B, FE>> + 'static,
-        B: Carry<Lanes<K, Waiter<I, O, E>>, I, O, E> + 'static,
-        FE: Send + 'static,
+        S: Fn(ShardConfig) -> Started<Lanes<K, Waiter<I, O, E>>, I, O, E, FE>,
     {
-        let inner = Shards::start(plan, factory)?;
+        let inner = Shards::start(plan, start_one)?;
         Ok(Self {
             inner: Arc::new(inner),
         })

@@ -147,7 +147,7 @@ pub use batcher::Batcher;
 pub use config::{
     BatcherBuilder, Builder, PerKey, Unkeyed, DEFAULT_DOZE_BEFORE_PARK, DEFAULT_INTAKE_CAPACITY,
     DEFAULT_MAX_IN_FLIGHT_BATCHES, DEFAULT_MAX_TRIP_BATCHES, DEFAULT_SCHED_SLICE,
-    DEFAULT_SPIN_BEFORE_PARK,
+    DEFAULT_SPIN_BEFORE_PARK, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
 };
 pub use default_shards::default_shards;
 pub use engine::Engine;
@@ -174,10 +174,10 @@ pub type LanesConfig = QueueConfig;
 
 pub use ferry_shard::{
     BatchFn, ConfigError, FerryError, Hold, Kind, Order, Outcome, QueueConfig, Rank, Refused,
-    Runtime, ShardId, ShardStats, TripFn, MAX_SCHED_SLICE, MIN_SCHED_SLICE,
+    Runtime, ShardId, ShardStats, TripFn,
 };
 
 /// The README's example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeExample;

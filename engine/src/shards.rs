@@ -3,15 +3,13 @@
 //! join and stats.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use ferry_shard::parts::{Carry, Queue, Waiter};
-use std::future::Future;
-
+use ferry_shard::parts::{Queue, Waiter};
 use ferry_shard::{
-    Bundle, FerryError, Order, Outcomes, QueueConfig, Refused, Runtime, Shard, ShardConfig, ShardId,
+    Bundle, FerryError, Order, Outcomes, QueueConfig, Refused, Runtime, Shard, ShardConfig,
+    ShardId, Starting,
 };
 
 use crate::config::{Boundary, Plan, Weigh};
@@ -33,6 +31,11 @@ pub(crate) type UnkeyedShards<I, O, E> = Shards<ferry_shard::parts::Fifo<Waiter<
 
 /// Shards as they are started, in order.
 type ShardList<Q, I, O, E> = Vec<Shard<Q, I, O, E>>;
+
+/// What starting one shard gives: its handle and its start to wait for
+/// (`Shard::start` with a batch function, `Shard::start_trips` with a trip
+/// function).
+pub(crate) type Started<Q, I, O, E, FE> = std::io::Result<(Shard<Q, I, O, E>, Starting<FE>)>;
 
 /// The running shards of one engine or batcher.
 pub(crate) struct Shards<Q, I, O, E>
@@ -68,14 +71,10 @@ where
     /// the error is returned. With `Runtime::Auto`, a glommio that fails
     /// as its shards start (a seccomp profile refusing io_uring cannot be
     /// seen before) is given up for tokio.
-    pub(crate) fn start<F, Fut, B, FE>(plan: Plan<I>, factory: F) -> Result<Self, StartError<FE>>
+    pub(crate) fn start<S, FE>(plan: Plan<I>, start_one: S) -> Result<Self, StartError<FE>>
     where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<B, FE>> + 'static,
-        B: Carry<Q, I, O, E> + 'static,
-        FE: Send + 'static,
+        S: Fn(ShardConfig) -> Started<Q, I, O, E, FE>,
     {
-        let factory = Arc::new(factory);
         let first = ShardId::new(0);
         let (runtime, why_not_glommio) = plan
             .shard
@@ -85,12 +84,12 @@ where
                 shard: first,
                 reason,
             })?;
-        let (list, runtime, why_not_glommio) = match Self::start_on(&plan, runtime, &factory) {
+        let (list, runtime, why_not_glommio) = match Self::start_on(&plan, runtime, &start_one) {
             Err(StartError::Runtime { reason, .. })
                 if plan.shard.runtime == Runtime::Auto && runtime == Runtime::Glommio =>
             {
                 (
-                    Self::start_on(&plan, Runtime::Tokio, &factory)?,
+                    Self::start_on(&plan, Runtime::Tokio, &start_one)?,
                     Runtime::Tokio,
                     Some(reason),
                 )
@@ -112,16 +111,13 @@ where
 
     /// Starts every shard on `runtime`; on the first failure, stops them
     /// all (dropping the handles closes and joins) and says why.
-    fn start_on<F, Fut, B, FE>(
+    fn start_on<S, FE>(
         plan: &Plan<I>,
         runtime: Runtime,
-        factory: &Arc<F>,
+        start_one: &S,
     ) -> Result<ShardList<Q, I, O, E>, StartError<FE>>
     where
-        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<B, FE>> + 'static,
-        B: Carry<Q, I, O, E> + 'static,
-        FE: Send + 'static,
+        S: Fn(ShardConfig) -> Started<Q, I, O, E, FE>,
     {
         let engine = ENGINE_IDS.fetch_add(1, Relaxed);
         let mut list = Vec::with_capacity(plan.cpus.len());
@@ -130,7 +126,7 @@ where
         for (index, cpu) in plan.cpus.iter().copied().enumerate() {
             let shard = ShardId::new(index);
             let config = plan.shard_config(shard, engine, cpu, runtime);
-            match Shard::start(config, Arc::clone(factory)) {
+            match start_one(config) {
                 Ok((started, ready)) => {
                     list.push(started);
                     starting.push(ready);

@@ -5,9 +5,9 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 
-use ferry_shard::parts::{PerBatch, PerTrip};
-use ferry_shard::{BatchFn, ShardId, TripFn};
+use ferry_shard::{BatchFn, Shard, ShardId, TripFn};
 
 use crate::batcher::Batcher;
 use crate::config::{Builder, PerKey, Unkeyed};
@@ -107,9 +107,9 @@ where
         FE: Send + 'static,
     {
         let plan = self.plan()?;
-        Engine::start(plan, move |shard| {
-            let making = factory(shard);
-            async move { making.await.map(PerBatch) }
+        let factory = Arc::new(factory);
+        Engine::start(plan, move |config| {
+            Shard::start(config, Arc::clone(&factory))
         })
     }
 
@@ -188,14 +188,11 @@ where
         T: TripFn<K, I, O, E> + 'static,
         FE: Send + 'static,
     {
-        let limits = self.trip_limits()?;
+        self.check_trips()?;
         let plan = self.plan()?;
-        Engine::start(plan, move |shard| {
-            let making = factory(shard);
-            async move {
-                let trip_fn = making.await?;
-                Ok(PerTrip { trip_fn, limits })
-            }
+        let factory = Arc::new(factory);
+        Engine::start(plan, move |config| {
+            Shard::start_trips(config, Arc::clone(&factory))
         })
     }
 }
@@ -267,12 +264,16 @@ where
         FE: Send + 'static,
     {
         let plan = self.plan()?;
-        Batcher::start(plan, move |shard| {
+        // A batcher's one stream is the lane of the key `()`.
+        let factory = Arc::new(move |shard| {
             let making = factory(shard);
             async move {
                 let batch = making.await?;
-                Ok(PerBatch(move |(): (), inputs: Vec<I>| batch(inputs)))
+                Ok(move |(): (), inputs: Vec<I>| batch(inputs))
             }
+        });
+        Batcher::start(plan, move |config| {
+            Shard::start(config, Arc::clone(&factory))
         })
     }
 }

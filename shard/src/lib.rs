@@ -2,16 +2,17 @@
 //!
 //! The crate `ferry` builds the engine on it, through one boundary:
 //!
-//! - [`Shard`]: the handle of one running shard (start, submit, submit a
+//! - [`Shard`]: the handle of one running shard (start with a batch
+//!   function or, [`Shard::start_trips`], a trip function; submit, submit a
 //!   [`Bundle`], submit from the shard itself, spawn, stats, close, join),
 //!   with [`ShardConfig`], [`Starting`] and [`StartFailure`], the futures
 //!   [`Answer`] and [`LocalAnswer`], and the stream [`Outcomes`] of a
 //!   bundle's inputs;
-//! - the value types the public API shows: [`BatchFn`], [`ConfigError`],
-//!   [`FerryError`], [`QueueConfig`], [`Order`], [`Rank`], [`Refused`],
-//!   [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`] (the one hash of
-//!   a key), [`usable_cpus`] (the process's affinity set) and the bounds
-//!   of a shard's time slice ([`MIN_SCHED_SLICE`], [`MAX_SCHED_SLICE`]).
+//! - the value types the public API shows: [`BatchFn`], [`TripFn`],
+//!   [`ConfigError`], [`FerryError`], [`QueueConfig`], [`Order`], [`Rank`],
+//!   [`Refused`], [`Runtime`], [`ShardId`], [`ShardStats`], [`key_hash`]
+//!   (the one hash of a key) and [`usable_cpus`] (the process's affinity
+//!   set).
 //!
 //! Inside, the crate is six layers, each a folder that names only its own
 //! and those below it (`tests/layers.rs` checks): `value` (pure values),
@@ -21,7 +22,54 @@
 //! loop, the handle). The hidden module `parts` lends some of those pieces
 //! to tests, benchmarks and `ferry`'s shard types; it promises nothing.
 //!
-//! Most users want the crate `ferry` (the package `ferry-engine`).
+//! Most users want the crate `ferry` (the package `ferry-engine`), which
+//! starts one shard per core, routes each key to its shard by
+//! [`key_hash`], and measures each input on the caller's thread. One shard
+//! by hand, as `ferry` drives it:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use ferry_shard::parts::{Lanes, Waiter};
+//! use ferry_shard::{key_hash, QueueConfig, Runtime, Shard, ShardConfig, ShardId};
+//!
+//! let config = ShardConfig {
+//!     id: ShardId::new(0),
+//!     engine: 1,
+//!     cpu: None,
+//!     runtime: Runtime::Tokio,
+//!     lanes: QueueConfig::default(),
+//!     max_in_flight_batches: 64,
+//!     intake_capacity: 1_024,
+//!     spin_before_park: Duration::from_micros(50),
+//!     doze_before_park: Duration::ZERO,
+//!     sched_slice: Duration::ZERO,
+//!     max_trip_batches: 256,
+//!     max_trip_weight: u64::MAX,
+//! };
+//! // The factory runs on the shard's thread and makes its batch function.
+//! let factory = Arc::new(|_shard: ShardId| async {
+//!     Ok::<_, String>(|key: u64, inputs: Vec<u64>| async move {
+//!         Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+//!     })
+//! });
+//! // Keys u64, inputs u64, outputs u64, errors String, one lane per key
+//! // (the queue disciplines, `Lanes` and `Fifo`, are in the hidden `parts`).
+//! type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+//! let (shard, starting) = Keyed::start(config, factory)?;
+//! starting.wait().expect("the factory made its batch function");
+//!
+//! // Key 6's hash, rank 0, no boundary value, weight 1.
+//! let answer = shard
+//!     .submit(key_hash(&6_u64), 6, 7, 0, 0, 1)
+//!     .map_err(|refusal| refusal.reason)?;
+//! assert_eq!(futures::executor::block_on(answer), Ok(42));
+//!
+//! shard.close(); // refuses new inputs, sends what waits, then ends
+//! shard.join();
+//! assert_eq!(shard.stats().answered_ok, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 // No unsafe code but the two system calls of `runtime/slice.rs` and the answer
 // cell's shared memory (`answer/answer_cell.rs`, `answer/pool.rs`), which allow it for
 // themselves alone.
@@ -41,7 +89,6 @@ pub use crate::core::histogram::{Distribution, Summary};
 pub use crate::core::stats::{Distributions, Kind, ShardStats};
 pub use crate::runtime::choice::Runtime;
 pub use crate::runtime::cpus::usable_cpus;
-pub use crate::runtime::slice::{MAX_SCHED_SLICE, MIN_SCHED_SLICE};
 pub use crate::thread::flush_door::Flushed;
 pub use crate::thread::handle::{
     Answer, Bundle, LocalAnswer, Shard, ShardConfig, StartFailure, Starting,
@@ -65,9 +112,8 @@ pub use crate::value::trip_fn::TripFn;
 /// end) are not.
 #[doc(hidden)]
 pub mod parts {
-    // `ferry` names these in its shards' types and starts.
-    pub use crate::core::carry::{Carry, PerBatch, PerTrip};
-    pub use crate::core::shard_core::{TripLimits, Waiter};
+    // `ferry` names these in its shards' types.
+    pub use crate::core::shard_core::Waiter;
     pub use crate::queue::fifo::Fifo;
     pub use crate::queue::lanes::Lanes;
     pub use crate::queue::seam::Queue;
@@ -85,7 +131,9 @@ pub mod parts {
         pub use crate::answer::answer_cell::{answer_cell, Receiver, Unsent};
         pub use crate::answer::gather::{Deliveries, ToShard};
         pub use crate::core::ended::{BatchOutcome, Ended, TripOutcome};
-        pub use crate::core::shard_core::{Bundled, Offer, Reply, ShardCore, Submission};
+        pub use crate::core::shard_core::{
+            Bundled, Offer, Reply, ShardCore, Submission, TripLimits,
+        };
         pub use crate::queue::fifo::FifoBatch;
         pub use crate::queue::lanes::LaneState;
         pub use crate::thread::intake::Intake;

@@ -173,11 +173,13 @@ struct Cell<T, W> {
 /// The receiver's answer when the sender was dropped without sending.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::{answer_cell, Unsent};
 ///
 /// let (sender, receiver) = answer_cell::<u32>();
 /// drop(sender);
 /// assert_eq!(futures::executor::block_on(receiver), Err(Unsent));
+/// # }
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unsent;
@@ -185,6 +187,7 @@ pub struct Unsent;
 /// A new cell: its sending and its receiving end.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::answer_cell;
 ///
 /// let (sender, receiver) = answer_cell::<u32>();
@@ -194,6 +197,7 @@ pub struct Unsent;
 /// let (sender, receiver) = answer_cell::<u32>();
 /// drop(sender);
 /// assert!(futures::executor::block_on(receiver).is_err());
+/// # }
 /// ```
 #[inline]
 pub fn answer_cell<T>() -> (Sender<T>, Receiver<T>) {
@@ -233,6 +237,7 @@ fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
 /// that no answer will come.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::answer_cell;
 ///
 /// let (sender, mut receiver) = answer_cell::<u32>();
@@ -241,6 +246,7 @@ fn new_cell<T, W: Word>() -> (Sender<T, W>, Receiver<T, W>) {
 /// assert!(sender.is_closed(), "the caller stopped waiting");
 /// sender.send(1); // still delivered, to a caller that may look
 /// assert_eq!(futures::executor::block_on(receiver), Ok(1));
+/// # }
 /// ```
 pub struct Sender<T, W: Word = Shared> {
     cell: NonNull<Cell<T, W>>,
@@ -251,12 +257,14 @@ pub struct Sender<T, W: Word = Shared> {
 /// again once it answered panics.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::answer_cell;
 ///
 /// let (sender, receiver) = answer_cell::<String>();
 /// let shard = std::thread::spawn(move || sender.send("answered".to_string()));
 /// assert_eq!(futures::executor::block_on(receiver).as_deref(), Ok("answered"));
 /// shard.join().unwrap();
+/// # }
 /// ```
 pub struct Receiver<T, W: Word = Shared> {
     cell: NonNull<Cell<T, W>>,

@@ -25,7 +25,7 @@ use crate::value::trip_fn::TripFn;
 
 /// How a shard's slot is filled and emptied: one batch per call, or one
 /// trip. See the module docs.
-pub trait Carry<Q, I, O, E>
+pub(crate) trait Carry<Q, I, O, E>
 where
     Q: Queue<Waiter<I, O, E>>,
 {
@@ -80,15 +80,15 @@ where
 
 /// One batch per call of a [`BatchFn`].
 #[derive(Debug)]
-pub struct PerBatch<B>(pub B);
+pub(crate) struct PerBatch<B>(pub(crate) B);
 
 /// One trip per call of a [`TripFn`], within its limits.
 #[derive(Debug)]
-pub struct PerTrip<T> {
+pub(crate) struct PerTrip<T> {
     /// The trip function.
-    pub trip_fn: T,
+    pub(crate) trip_fn: T,
     /// How many batches, and how much weight, one trip carries at most.
-    pub limits: TripLimits,
+    pub(crate) limits: TripLimits,
 }
 
 impl<Q, I, O, E, B> Carry<Q, I, O, E> for PerBatch<B>

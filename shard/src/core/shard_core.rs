@@ -123,10 +123,12 @@ impl<K, I> Offer<K, I> {
     /// The same offer with the boundary value `boundary`.
     ///
     /// ```
+    /// # #[cfg(feature = "internals")] {
     /// use ferry_shard::parts::Offer;
     ///
     /// let offer = Offer::new(0, "key", 'x', 5, 1).bounded(3);
     /// assert_eq!((offer.rank, offer.boundary), (5, 3));
+    /// # }
     /// ```
     pub fn bounded(self, boundary: i64) -> Self {
         Self { boundary, ..self }
@@ -776,7 +778,9 @@ where
         self.queue.next_deadline()
     }
 
-    /// Whether a slot is free and a lane is ready (deadlines aside).
+    /// Whether a slot is free and a lane is ready (deadlines aside). Only
+    /// the simulations' checks ask; the loop takes what `dispatch` gives.
+    #[cfg(feature = "internals")]
     pub fn can_dispatch(&self) -> bool {
         self.in_flight < self.max_in_flight_batches && self.queue.has_ready()
     }

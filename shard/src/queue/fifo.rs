@@ -64,6 +64,7 @@ use crate::value::refused::{Refusal, Refused};
 /// One batch taken from the front of a [`Fifo`].
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::{Fifo, FifoBatch};
 /// use ferry_shard::QueueConfig;
 /// use std::time::Duration;
@@ -72,6 +73,7 @@ use crate::value::refused::{Refusal, Refused};
 /// fifo.admit('x', 2, Duration::ZERO).unwrap();
 /// let batch: FifoBatch<char> = fifo.take(Duration::ZERO).unwrap();
 /// assert_eq!(batch, FifoBatch { items: vec!['x'], weight: 2 });
+/// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FifoBatch<T> {

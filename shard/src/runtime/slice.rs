@@ -35,10 +35,10 @@ use std::io;
 use std::time::Duration;
 
 /// The shortest slice Linux grants: it clamps shorter requests up to this.
-pub const MIN_SCHED_SLICE: Duration = Duration::from_micros(100);
+pub(crate) const MIN_SCHED_SLICE: Duration = Duration::from_micros(100);
 
 /// The longest slice Linux grants: it clamps longer requests down to this.
-pub const MAX_SCHED_SLICE: Duration = Duration::from_millis(100);
+pub(crate) const MAX_SCHED_SLICE: Duration = Duration::from_millis(100);
 
 /// How often a shard looks at how many inputs its rounds answer.
 pub(crate) const LOOK_EVERY: Duration = Duration::from_millis(1);

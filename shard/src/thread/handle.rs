@@ -20,9 +20,11 @@ use tokio::sync::oneshot;
 
 use crate::answer::answer_cell::{self, answer_cell, local_answer_cell};
 use crate::answer::gather::{Outcomes, ToShard};
-use crate::core::carry::Carry;
+use crate::core::carry::{Carry, PerBatch, PerTrip};
 use crate::core::farewell::farewell;
-use crate::core::shard_core::{Bundled, FlushReply, Offer, ShardCore, Submission, Waiter};
+use crate::core::shard_core::{
+    Bundled, FlushReply, Offer, ShardCore, Submission, TripLimits, Waiter,
+};
 use crate::core::stats::{Distributions, ShardCounters, ShardStats};
 use crate::core::trace;
 use crate::queue::seam::Queue;
@@ -30,7 +32,7 @@ use crate::runtime::choice::Runtime;
 use crate::runtime::executor::Executor;
 use crate::runtime::on_glommio::Glommio;
 use crate::runtime::on_tokio::Tokio;
-use crate::runtime::slice::SliceChoice;
+use crate::runtime::slice::{SliceChoice, MAX_SCHED_SLICE, MIN_SCHED_SLICE};
 use crate::thread::clock::Clock;
 use crate::thread::flush_door::{FlushDoor, Flushed};
 use crate::thread::idle::{Alarm, Bell, IdlePolicy};
@@ -38,11 +40,13 @@ use crate::thread::inbound::{Inbound, SharedIntake, SpawnTask};
 use crate::thread::intake::Intake;
 use crate::thread::local::{LocalShard, Nudge};
 use crate::thread::shard_loop::{Parts, ShardLoop, SharedCore, Wakers};
+use crate::value::batch_fn::BatchFn;
 use crate::value::config::QueueConfig;
 use crate::value::error::FerryError;
 use crate::value::error::Outcome;
 use crate::value::refused::{Refusal, Refused};
 use crate::value::shard_id::ShardId;
+use crate::value::trip_fn::TripFn;
 
 /// Inputs for one shard, gathered to be passed in one push
 /// ([`Shard::submit_bundle`]). Each input is answered through its call's
@@ -131,9 +135,35 @@ pub struct ShardConfig {
     pub doze_before_park: Duration,
     /// The time slice its thread asks Linux for while its rounds answer
     /// many inputs (see `slice.rs`), between
-    /// [`MIN_SCHED_SLICE`](crate::MIN_SCHED_SLICE) and
-    /// [`MAX_SCHED_SLICE`](crate::MAX_SCHED_SLICE); zero asks for nothing.
+    /// [`MIN_SCHED_SLICE`](Self::MIN_SCHED_SLICE) and
+    /// [`MAX_SCHED_SLICE`](Self::MAX_SCHED_SLICE); zero asks for nothing.
     pub sched_slice: Duration,
+    /// Batches (keys) one trip carries at most, for a shard started with
+    /// [`Shard::start_trips`]; at least 1.
+    pub max_trip_batches: usize,
+    /// The total weight one trip carries at most, unless it is a single
+    /// batch (a shard started with [`Shard::start_trips`]); at least 1.
+    pub max_trip_weight: u64,
+}
+
+impl ShardConfig {
+    /// The shortest time slice Linux grants: it clamps shorter requests up
+    /// to this.
+    ///
+    /// ```
+    /// use ferry_shard::ShardConfig;
+    /// assert_eq!(ShardConfig::MIN_SCHED_SLICE.as_micros(), 100);
+    /// ```
+    pub const MIN_SCHED_SLICE: Duration = MIN_SCHED_SLICE;
+
+    /// The longest time slice Linux grants: it clamps longer requests down
+    /// to this.
+    ///
+    /// ```
+    /// use ferry_shard::ShardConfig;
+    /// assert_eq!(ShardConfig::MAX_SCHED_SLICE.as_millis(), 100);
+    /// ```
+    pub const MAX_SCHED_SLICE: Duration = MAX_SCHED_SLICE;
 }
 
 /// One running shard, as the engine holds it: `Send + Sync`, shared by
@@ -195,12 +225,10 @@ where
     O: Send + 'static,
     E: Clone + Send + 'static,
 {
-    /// Starts the shard's thread on `config.runtime`. `factory` is called
-    /// once, on that thread, and awaited there, to make the function that
-    /// serves this shard, with the way it is carried (a batch function in a
-    /// [`PerBatch`](crate::parts::PerBatch), a trip function in a
-    /// [`PerTrip`](crate::parts::PerTrip)); [`Starting::wait`] tells
-    /// whether it did.
+    /// Starts the shard's thread on `config.runtime`, serving one key's
+    /// batch per call of a batch function. `factory` is called once, on
+    /// that thread, and awaited there, to make that function;
+    /// [`Starting::wait`] tells whether it did.
     pub fn start<F, Fut, B, FE>(
         config: ShardConfig,
         factory: Arc<F>,
@@ -208,7 +236,54 @@ where
     where
         F: Fn(ShardId) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<B, FE>> + 'static,
-        B: Carry<Q, I, O, E> + 'static,
+        B: BatchFn<Q::Key, I, O, E> + 'static,
+        FE: Send + 'static,
+    {
+        Self::start_carried(config, factory, PerBatch)
+    }
+
+    /// Like [`start`](Self::start), with a trip function: each call carries
+    /// the batches of up to `config.max_trip_batches` keys, of at most
+    /// `config.max_trip_weight` in all unless it is a single batch. Fails
+    /// with [`std::io::ErrorKind::InvalidInput`] if either bound is zero.
+    pub fn start_trips<F, Fut, T, FE>(
+        config: ShardConfig,
+        factory: Arc<F>,
+    ) -> std::io::Result<(Self, Starting<FE>)>
+    where
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, FE>> + 'static,
+        T: TripFn<Q::Key, I, O, E> + 'static,
+        FE: Send + 'static,
+    {
+        let limits = TripLimits {
+            max_batches: config.max_trip_batches,
+            max_weight: config.max_trip_weight,
+        };
+        if limits.max_batches == 0 || limits.max_weight == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "max_trip_batches and max_trip_weight must be at least 1, not {} and {}",
+                    limits.max_batches, limits.max_weight
+                ),
+            ));
+        }
+        Self::start_carried(config, factory, move |trip_fn| PerTrip { trip_fn, limits })
+    }
+
+    /// Starts the thread, whose factory's function `carry` wraps in the way
+    /// the shard's slots are filled.
+    fn start_carried<F, Fut, M, W, C, FE>(
+        config: ShardConfig,
+        factory: Arc<F>,
+        carry: W,
+    ) -> std::io::Result<(Self, Starting<FE>)>
+    where
+        F: Fn(ShardId) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<M, FE>> + 'static,
+        W: FnOnce(M) -> C + Send + 'static,
+        C: Carry<Q, I, O, E> + 'static,
         FE: Send + 'static,
     {
         let intake = Arc::new(Intake::new(config.intake_capacity));
@@ -230,14 +305,14 @@ where
                     match config.runtime {
                         Runtime::Tokio => {
                             Runtime::Tokio.set_current();
-                            serve::<Tokio, Q, I, O, E, F, Fut, B, FE>(
-                                config, shared, factory, ready,
+                            serve::<Tokio, Q, I, O, E, F, Fut, M, W, C, FE>(
+                                config, shared, factory, carry, ready,
                             )
                         }
                         Runtime::Glommio | Runtime::Auto => {
                             Runtime::Glommio.set_current();
-                            serve::<Glommio, Q, I, O, E, F, Fut, B, FE>(
-                                config, shared, factory, ready,
+                            serve::<Glommio, Q, I, O, E, F, Fut, M, W, C, FE>(
+                                config, shared, factory, carry, ready,
                             )
                         }
                     }
@@ -488,10 +563,11 @@ struct Shared<K, I, O, E> {
 }
 
 /// The body of a shard's thread: the runtime, the batch function, the loop.
-fn serve<R, Q, I, O, E, F, Fut, B, FE>(
+fn serve<R, Q, I, O, E, F, Fut, M, W, C, FE>(
     config: ShardConfig,
     shared: Shared<Q::Key, I, O, E>,
     factory: Arc<F>,
+    carry: W,
     ready: Ready<FE>,
 ) where
     R: Executor,
@@ -501,8 +577,9 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     O: Send + 'static,
     E: Clone + Send + 'static,
     F: Fn(ShardId) -> Fut,
-    Fut: Future<Output = Result<B, FE>>,
-    B: Carry<Q, I, O, E> + 'static,
+    Fut: Future<Output = Result<M, FE>>,
+    W: FnOnce(M) -> C,
+    C: Carry<Q, I, O, E> + 'static,
 {
     let Shared {
         intake,
@@ -516,11 +593,8 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
     };
     let name = format!("ferry-{}", config.id);
     let ran = R::run(&name, config.cpu, async {
-        let (slice, granted) = SliceChoice::start(config.sched_slice);
-        if let Some(granted) = granted {
-            trace::sched_slice(config.id, config.sched_slice, &granted);
-        }
-        let Some(carry) = make_carry(&*factory, config.id, &ready).await else {
+        let slice = slice_of(&config);
+        let Some(carry) = make(&*factory, config.id, &ready).await.map(carry) else {
             return;
         };
         let clock = Rc::new(Clock::start());
@@ -551,11 +625,21 @@ fn serve<R, Q, I, O, E, F, Fut, B, FE>(
             slice,
         };
         ready.send(Ok(()));
-        ShardLoop::<R, Q, I, O, E, B>::new(parts).run().await;
+        ShardLoop::<R, Q, I, O, E, C>::new(parts).run().await;
     });
     if let Err(reason) = ran {
         ready.send(Err(StartFailure::Runtime(reason)));
     }
+}
+
+/// The time slice the shard's thread asks for, with what Linux granted
+/// traced.
+fn slice_of(config: &ShardConfig) -> SliceChoice {
+    let (slice, granted) = SliceChoice::start(config.sched_slice);
+    if let Some(granted) = granted {
+        trace::sched_slice(config.id, config.sched_slice, &granted);
+    }
+    slice
 }
 
 /// The shard's core, for its thread, with its bounds, slots and name; an
@@ -586,10 +670,10 @@ fn wakers_of<T: Send + 'static>(intake: &Arc<Intake<T>>) -> Wakers {
 
 /// Calls and awaits the factory on the shard's thread; reports its error or
 /// panic to the starting engine (and returns `None`).
-async fn make_carry<F, Fut, B, FE>(factory: &F, id: ShardId, ready: &Ready<FE>) -> Option<B>
+async fn make<F, Fut, M, FE>(factory: &F, id: ShardId, ready: &Ready<FE>) -> Option<M>
 where
     F: Fn(ShardId) -> Fut,
-    Fut: Future<Output = Result<B, FE>>,
+    Fut: Future<Output = Result<M, FE>>,
 {
     let made = match std::panic::catch_unwind(AssertUnwindSafe(|| factory(id))) {
         Ok(making) => AssertUnwindSafe(making).catch_unwind().await,

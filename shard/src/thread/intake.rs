@@ -44,6 +44,7 @@ const CLOSED: u64 = 1 << 63;
 /// A shard's bounded intake queue with its wake-up and close protocol.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use ferry_shard::parts::Intake;
 /// use ferry_shard::Refused;
 ///
@@ -56,6 +57,7 @@ const CLOSED: u64 = 1 << 63;
 /// assert_eq!(intake.push(4).unwrap_err().item, 4);
 /// assert!(intake.is_sealed());
 /// assert_eq!((intake.pop(), intake.pop(), intake.pop()), (Some(1), Some(2), None));
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct Intake<T> {
@@ -123,6 +125,7 @@ impl<T> Intake<T> {
     /// it has taken the bundle out.
     ///
     /// ```
+    /// # #[cfg(feature = "internals")] {
     /// use ferry_shard::parts::Intake;
     /// use ferry_shard::Refused;
     ///
@@ -134,6 +137,7 @@ impl<T> Intake<T> {
     /// let bundle = intake.pop().unwrap();
     /// intake.popped_bundle(bundle.len());
     /// assert_eq!(intake.len(), 0);
+    /// # }
     /// ```
     pub fn push_bundle(&self, item: T, inputs: usize) -> Result<(), Refusal<T>> {
         let inputs = inputs.max(1) as u64;

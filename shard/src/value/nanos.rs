@@ -13,6 +13,7 @@ use std::time::Duration;
 /// Nanoseconds since a fixed origin: see the module docs.
 ///
 /// ```
+/// # #[cfg(feature = "internals")] {
 /// use std::time::Duration;
 /// use ferry_shard::parts::Nanos;
 ///
@@ -22,6 +23,7 @@ use std::time::Duration;
 /// assert_eq!(later.saturating_sub(start), Duration::from_nanos(250));
 /// assert_eq!(start.saturating_sub(later), Duration::ZERO);
 /// assert_eq!(Nanos::from(Duration::MAX), Nanos::MAX);
+/// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Nanos(u64);

@@ -50,6 +50,20 @@ impl fmt::Display for Refused {
     }
 }
 
+/// A refusal is an error of its own, for `?` where the input handed back is
+/// not wanted (as with `ferry`'s `Engine::spawn_on`, whose refused task
+/// is dropped).
+///
+/// ```
+/// use ferry_shard::Refused;
+///
+/// fn spawn() -> Result<(), Box<dyn std::error::Error>> {
+///     Err(Refused::Closed)?
+/// }
+/// assert_eq!(spawn().unwrap_err().to_string(), "the engine is closed");
+/// ```
+impl std::error::Error for Refused {}
+
 /// A refused input, handed back with the reason.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refusal<T> {
