@@ -65,7 +65,36 @@ fn no_import_runs_upward() {
 
 #[test]
 fn no_circle_inside_a_layer() {
-    // file -> the files of its own folder it names.
+    if let Some(circle) = find_circle(&file_edges()) {
+        panic!(
+            "files naming each other in a circle: {}",
+            circle.join(" -> ")
+        );
+    }
+}
+
+/// `docs/imports.md` is the map the two tests above check, written from
+/// the sources: it fails when the map is out of date, and
+/// `FERRY_WRITE_IMPORTS=1 cargo test -p ferry-shard --test layers` writes it.
+#[test]
+fn the_import_map_in_docs_is_current() {
+    // A link to the repository's `docs/imports.md`, which a packaged copy
+    // of the crate holds as a file.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/imports.md");
+    let map = import_map();
+    if std::env::var_os("FERRY_WRITE_IMPORTS").is_some() {
+        fs::write(&path, &map).expect("docs/imports.md is writable");
+    }
+    let written = fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        written == map,
+        "docs/imports.md is not the map of src/ today; \
+         `FERRY_WRITE_IMPORTS=1 cargo test -p ferry-shard --test layers` writes it:\n{map}"
+    );
+}
+
+/// Each file of a folder -> the files of that same folder it names.
+fn file_edges() -> BTreeMap<String, BTreeSet<String>> {
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for source in sources() {
         let Some(own_file) = source.file.clone() else {
@@ -82,12 +111,56 @@ fn no_circle_inside_a_layer() {
             }
         }
     }
-    if let Some(circle) = find_circle(&edges) {
-        panic!(
-            "files naming each other in a circle: {}",
-            circle.join(" -> ")
-        );
+    edges
+}
+
+/// The map of `src/` as Markdown: the layers each layer names, then each
+/// folder's files and the files of the same folder each names.
+fn import_map() -> String {
+    let mut layers: BTreeMap<usize, BTreeSet<usize>> = BTreeMap::new();
+    for source in sources() {
+        let own = layer(&source.top).expect("every module has a layer");
+        let named = layers.entry(own).or_default();
+        for mention in mentions(&source.text) {
+            let other = layer(&mention.top).expect("every path names a layer");
+            if other != own {
+                named.insert(other);
+            }
+        }
     }
+    let mut map = String::from(
+        "# Imports of `ferry-shard`\n\n\
+         Which modules of `shard/src/` name which, written by\n\
+         `shard/tests/layers.rs`, which fails when this map is out of date and\n\
+         writes it again when asked:\n\n\
+         ```\n\
+         FERRY_WRITE_IMPORTS=1 cargo test -p ferry-shard --test layers\n\
+         ```\n\n\
+         Arrows point down only, and no files name each other in a circle.\n\n\
+         ## Layers, top first, and the layers below each names\n\n",
+    );
+    for (own, named) in layers.iter().rev() {
+        let names: Vec<String> = named
+            .iter()
+            .rev()
+            .map(|l| format!("`{}`", LAYERS[*l]))
+            .collect();
+        let arrow = if names.is_empty() {
+            "(none)".to_string()
+        } else {
+            names.join(", ")
+        };
+        map.push_str(&format!("- `{}` → {arrow}\n", LAYERS[*own]));
+    }
+    map.push_str("\n## Inside each folder: the files of the same folder each names\n\n");
+    for (from, named) in file_edges() {
+        if named.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = named.iter().map(|f| format!("`{f}`")).collect();
+        map.push_str(&format!("- `{from}` → {}\n", names.join(", ")));
+    }
+    map
 }
 
 #[test]
