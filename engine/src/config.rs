@@ -1196,3 +1196,22 @@ pub(crate) struct Plan<I> {
     pub weigh: Option<Weigh<I>>,
     pub boundary: Option<Boundary<I>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ShardConfig::new` promises the defaults `ferry` starts its shards
+    /// with, but for the runtime: a change to either shows here.
+    #[test]
+    fn a_shard_started_by_hand_gets_the_builders_defaults() {
+        let plan = Builder::<u64, u64, u64, String, PerKey>::default()
+            .plan()
+            .expect("the defaults are valid");
+        let by_hand = ShardConfig {
+            runtime: plan.shard.runtime,
+            ..ShardConfig::new(ShardId::new(0))
+        };
+        assert_eq!(format!("{:?}", plan.shard), format!("{by_hand:?}"));
+    }
+}

@@ -29,24 +29,11 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::time::Duration;
 //! use ferry_shard::parts::{Lanes, Waiter};
-//! use ferry_shard::{key_hash, QueueConfig, Runtime, Shard, ShardConfig, ShardId};
+//! use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
 //!
-//! let config = ShardConfig {
-//!     id: ShardId::new(0),
-//!     engine: 1,
-//!     cpu: None,
-//!     runtime: Runtime::Tokio,
-//!     lanes: QueueConfig::default(),
-//!     max_in_flight_batches: 64,
-//!     intake_capacity: 1_024,
-//!     spin_before_park: Duration::from_micros(50),
-//!     doze_before_park: Duration::ZERO,
-//!     sched_slice: Duration::ZERO,
-//!     max_trip_batches: 256,
-//!     max_trip_weight: u64::MAX,
-//! };
+//! // Shard 0 on tokio, unpinned, with the bounds `ferry` starts its shards with.
+//! let config = ShardConfig::new(ShardId::new(0));
 //! // The factory runs on the shard's thread and makes its batch function.
 //! let factory = Arc::new(|_shard: ShardId| async {
 //!     Ok::<_, String>(|key: u64, inputs: Vec<u64>| async move {

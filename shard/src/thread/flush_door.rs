@@ -73,6 +73,31 @@ impl<R> FlushDoor<R> {
 /// The future of a shard's flush: resolves once every input admitted before
 /// it is resolved, or the shard has stopped (when nothing is left to wait
 /// for either). `Send` and `Unpin`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use ferry_shard::parts::{Lanes, Waiter};
+/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// # let times = |key: u64, inputs: Vec<u64>| async move {
+/// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// # };
+/// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// # starting.wait().expect("started");
+/// let _answers: Vec<_> = (1..=3_u64)
+///     .map(|key| shard.submit(key_hash(&key), key, 2, 0, 0, 1))
+///     .collect::<Result<_, _>>()
+///     .map_err(|r| r.reason)?;
+/// futures::executor::block_on(shard.flush());
+/// assert_eq!(shard.stats().answered_ok, 3);
+///
+/// shard.close();
+/// shard.join();
+/// // A stopped shard's flush resolves at once.
+/// futures::executor::block_on(shard.flush());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Flushed(oneshot::Receiver<()>);
 

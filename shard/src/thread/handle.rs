@@ -51,6 +51,30 @@ use crate::value::trip_fn::TripFn;
 /// Inputs for one shard, gathered to be passed in one push
 /// ([`Shard::submit_bundle`]). Each input is answered through its call's
 /// [`Outcomes`], where it takes the next place as it is added.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use ferry_shard::parts::{Lanes, Waiter};
+/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// # let times = |key: u64, inputs: Vec<u64>| async move {
+/// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// # };
+/// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// # starting.wait().expect("started");
+/// use ferry_shard::{Bundle, Outcomes};
+///
+/// let mut outcomes = Outcomes::new();
+/// let mut bundle = Bundle::with_capacity(2);
+/// for key in [2_u64, 3] {
+///     bundle.add(&mut outcomes, key_hash(&key), key, 10, 0, 0, 1);
+/// }
+/// assert_eq!(shard.submit_bundle(bundle), 0); // none refused
+/// let all = futures::executor::block_on(outcomes.all());
+/// assert_eq!(all, vec![Ok(20), Ok(30)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Bundle<K, I, O, E> {
     to: Option<ToShard<I, O, E>>,
     inputs: Vec<Bundled<K, I>>,
@@ -64,6 +88,14 @@ impl<K, I, O, E> Default for Bundle<K, I, O, E> {
 
 impl<K, I, O, E> Bundle<K, I, O, E> {
     /// An empty bundle with room for `inputs`.
+    ///
+    /// ```
+    /// use ferry_shard::Bundle;
+    ///
+    /// let bundle = Bundle::<u64, u64, u64, String>::with_capacity(16);
+    /// assert!(bundle.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_capacity(inputs: usize) -> Self {
         Self {
             to: None,
@@ -75,6 +107,29 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     /// and `weight`), to
     /// be answered as the next input of `outcomes`. A bundle holds inputs
     /// of one call.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// use ferry_shard::{Bundle, Outcomes};
+    ///
+    /// let mut outcomes = Outcomes::new();
+    /// let mut bundle = Bundle::default();
+    /// bundle.add(&mut outcomes, key_hash(&4_u64), 4, 5, 0, 0, 1);
+    /// assert_eq!(bundle.len(), 1);
+    /// shard.submit_bundle(bundle);
+    /// let all = futures::executor::block_on(outcomes.all());
+    /// assert_eq!(all, vec![Ok(20)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     // What the caller measured travels as plain values, as in `submit`.
     #[allow(clippy::too_many_arguments)]
     pub fn add(
@@ -97,11 +152,29 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     }
 
     /// Inputs in the bundle.
+    ///
+    /// ```
+    /// use ferry_shard::{key_hash, Bundle, Outcomes};
+    ///
+    /// let mut outcomes = Outcomes::<u64, u64, String>::new();
+    /// let mut bundle = Bundle::default();
+    /// bundle.add(&mut outcomes, key_hash(&1_u64), 1_u64, 1, 0, 0, 1);
+    /// bundle.add(&mut outcomes, key_hash(&1_u64), 1_u64, 2, 1, 0, 1);
+    /// assert_eq!(bundle.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.inputs.len()
     }
 
     /// Whether it holds no input.
+    ///
+    /// ```
+    /// use ferry_shard::Bundle;
+    ///
+    /// assert!(Bundle::<u64, u64, u64, String>::default().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.inputs.is_empty()
     }
@@ -147,6 +220,44 @@ pub struct ShardConfig {
 }
 
 impl ShardConfig {
+    /// Shard `id`, unpinned, on tokio's runtime, with the default
+    /// [`QueueConfig`], 64 batches in flight, an intake of 65,536 (at most
+    /// the queue's `max_waiting`), a 50 µs spin and a 2 ms doze before it
+    /// parks, the shortest time slice, and trips of up to 256 batches of any
+    /// weight: the defaults `ferry` starts its shards with, but for the
+    /// runtime (`ferry` prefers glommio where it runs). `engine` is 0: give
+    /// shards started by hand in one process distinct `(engine, id)` pairs,
+    /// so [`Shard::submit_local`] tells them apart.
+    ///
+    /// ```
+    /// use ferry_shard::{Runtime, ShardConfig, ShardId};
+    ///
+    /// let config = ShardConfig {
+    ///     cpu: Some(0),
+    ///     ..ShardConfig::new(ShardId::new(3))
+    /// };
+    /// assert_eq!(config.id.index(), 3);
+    /// assert_eq!(config.runtime, Runtime::Tokio);
+    /// assert_eq!(config.max_in_flight_batches, 64);
+    /// ```
+    pub fn new(id: ShardId) -> Self {
+        let lanes = QueueConfig::default();
+        Self {
+            id,
+            engine: 0,
+            cpu: None,
+            runtime: Runtime::Tokio,
+            intake_capacity: lanes.max_waiting.min(65_536),
+            lanes,
+            max_in_flight_batches: 64,
+            spin_before_park: Duration::from_micros(50),
+            doze_before_park: Duration::from_millis(2),
+            sched_slice: MIN_SCHED_SLICE,
+            max_trip_batches: 256,
+            max_trip_weight: u64::MAX,
+        }
+    }
+
     /// The shortest time slice Linux grants: it clamps shorter requests up
     /// to this.
     ///
@@ -169,6 +280,27 @@ impl ShardConfig {
 /// One running shard, as the engine holds it: `Send + Sync`, shared by
 /// every handle of the engine. `Q` is its queueing discipline
 /// ([`Lanes`](crate::parts::Lanes) or [`Fifo`](crate::parts::Fifo)).
+///
+/// ```
+/// use std::sync::Arc;
+/// use ferry_shard::parts::{Lanes, Waiter};
+/// use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+///
+/// // Keys, inputs and outputs u64, errors String; one lane per key.
+/// type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// let times = |key: u64, inputs: Vec<u64>| async move {
+///     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// };
+/// let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// starting.wait().expect("the factory made its batch function");
+///
+/// let answer = shard.submit(key_hash(&3_u64), 3, 5, 0, 0, 1).map_err(|r| r.reason)?;
+/// assert_eq!(futures::executor::block_on(answer), Ok(15));
+/// shard.close();
+/// shard.join();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Shard<Q, I, O, E>
 where
     Q: Queue<Waiter<I, O, E>>,
@@ -187,6 +319,28 @@ where
 }
 
 /// Why a shard did not come up.
+///
+/// ```
+/// use std::sync::Arc;
+/// use ferry_shard::parts::{Lanes, Waiter};
+/// use ferry_shard::{Shard, ShardConfig, ShardId, StartFailure};
+///
+/// type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// let times = |key: u64, inputs: Vec<u64>| async move {
+///     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// };
+/// // A factory that cannot reach its store fails the start.
+/// let factory = Arc::new(move |_: ShardId| async move {
+///     if true { Err("no store at 127.0.0.1:5432") } else { Ok(times) }
+/// });
+/// let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// match starting.wait() {
+///     Err(StartFailure::Factory(why)) => assert_eq!(why, "no store at 127.0.0.1:5432"),
+///     other => panic!("expected the factory's error, got {other:?}"),
+/// }
+/// shard.join(); // its thread has ended
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub enum StartFailure<F> {
     /// Its runtime could not run on this thread: why, and how to fix it.
@@ -199,6 +353,21 @@ pub enum StartFailure<F> {
 
 /// A shard whose thread runs and is making its batch function; see
 /// [`Starting::wait`].
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use ferry_shard::parts::{Lanes, Waiter};
+/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// # let times = |key: u64, inputs: Vec<u64>| async move {
+/// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// # };
+/// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// let ready = starting.wait();
+/// assert!(ready.is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a shard is only known to run once `wait` says so"]
 pub struct Starting<F> {
     ready: mpsc::Receiver<Result<(), StartFailure<F>>>,
@@ -207,6 +376,21 @@ pub struct Starting<F> {
 impl<F> Starting<F> {
     /// Blocks until the shard has its batch function and runs its loop, or
     /// says why it could not.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// starting.wait().expect("the factory made its batch function");
+    /// assert!(!shard.is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn wait(self) -> Result<(), StartFailure<F>> {
         match self.ready.recv() {
             Ok(result) => result,
@@ -229,6 +413,26 @@ where
     /// batch per call of a batch function. `factory` is called once, on
     /// that thread, and awaited there, to make that function;
     /// [`Starting::wait`] tells whether it did.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ferry_shard::parts::{Fifo, Waiter};
+    /// use ferry_shard::{Shard, ShardConfig, ShardId};
+    ///
+    /// // One stream without keys (the key is `()`): `Fifo` batches in arrival order.
+    /// type Stream = Shard<Fifo<Waiter<u32, usize, String>>, u32, usize, String>;
+    /// let lengths = |(): (), inputs: Vec<u32>| async move {
+    ///     Ok::<_, String>(vec![inputs.len(); inputs.len()])
+    /// };
+    /// let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(lengths) });
+    /// let (shard, starting) = Stream::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// starting.wait().expect("the factory made its batch function");
+    /// let answer = shard.submit(0, (), 9, 0, 0, 1).map_err(|r| r.reason)?;
+    /// assert_eq!(futures::executor::block_on(answer), Ok(1));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start<F, Fut, B, FE>(
         config: ShardConfig,
         factory: Arc<F>,
@@ -246,6 +450,35 @@ where
     /// the batches of up to `config.max_trip_batches` keys, of at most
     /// `config.max_trip_weight` in all unless it is a single batch. Fails
     /// with [`std::io::ErrorKind::InvalidInput`] if either bound is zero.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ferry_shard::parts::{Lanes, Waiter};
+    /// use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    ///
+    /// type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// // One call carries several keys' batches: one result per batch.
+    /// let times = |trip: Vec<(u64, Vec<u64>)>| async move {
+    ///     trip.into_iter()
+    ///         .map(|(key, inputs)| Ok::<_, String>(inputs.iter().map(|n| key * n).collect()))
+    ///         .collect::<Vec<_>>()
+    /// };
+    /// let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// let config = ShardConfig { max_trip_batches: 32, ..ShardConfig::new(ShardId::new(0)) };
+    /// let (shard, starting) = Keyed::start_trips(config, factory)?;
+    /// starting.wait().expect("the factory made its trip function");
+    /// let answer = shard.submit(key_hash(&2_u64), 2, 21, 0, 0, 1).map_err(|r| r.reason)?;
+    /// assert_eq!(futures::executor::block_on(answer), Ok(42));
+    ///
+    /// // A trip bound of zero is refused before any thread starts.
+    /// let zero = ShardConfig { max_trip_batches: 0, ..ShardConfig::new(ShardId::new(1)) };
+    /// let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// let refused = Keyed::start_trips(zero, factory).err().expect("refused");
+    /// assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start_trips<F, Fut, T, FE>(
         config: ShardConfig,
         factory: Arc<F>,
@@ -336,6 +569,30 @@ where
     /// and `weight`,
     /// computed on the caller's thread) to the shard; refused at once, with
     /// the input handed back, if the intake is full or closed.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// // The caller computes the key's hash, the rank, the boundary value and
+    /// // the weight; the shard only compares them.
+    /// let answer = shard.submit(key_hash(&7_u64), 7, 6, 0, 0, 1).map_err(|r| r.reason)?;
+    /// assert_eq!(futures::executor::block_on(answer), Ok(42));
+    ///
+    /// // A closed shard refuses, and hands the input back.
+    /// shard.close();
+    /// let refusal = shard.submit(key_hash(&7_u64), 7, 6, 0, 0, 1).err().expect("refused");
+    /// assert_eq!(refusal.item, 6);
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn submit(
         &self,
@@ -371,6 +628,25 @@ where
     /// shard, admits the input directly (no queue, no channel, no atomic
     /// read-modify-write). Otherwise hands the key and input back, for the
     /// ordinary path.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// // On any thread but the shard's own, the key and input come back.
+    /// let here = shard.submit_local(key_hash(&5_u64), 5, 1, 0, 0, 1);
+    /// assert_eq!(here.err(), Some((5, 1)));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn submit_local(
         &self,
         hash: u64,
@@ -411,6 +687,32 @@ where
     /// one wake-up. If the intake cannot take them all (full or closed),
     /// each is refused on its own: its outcome is the refusal, with its
     /// input handed back. Returns how many were refused.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// use ferry_shard::{Bundle, Outcomes};
+    ///
+    /// let mut outcomes = Outcomes::new();
+    /// let mut bundle = Bundle::default();
+    /// for (rank, input) in [1_u64, 2, 3].into_iter().enumerate() {
+    ///     bundle.add(&mut outcomes, key_hash(&10_u64), 10, input, rank as i64, 0, 1);
+    /// }
+    /// assert_eq!(shard.submit_bundle(bundle), 0);
+    /// let all = futures::executor::block_on(outcomes.all());
+    /// assert_eq!(all, vec![Ok(10), Ok(20), Ok(30)]);
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn submit_bundle(&self, bundle: Bundle<Q::Key, I, O, E>) -> usize {
         let Bundle {
             to: Some(to),
@@ -439,6 +741,26 @@ where
     /// `withdraw_on_drop`). Best effort: if the intake is full or closed the
     /// notice is dropped, and the input is found gone when its batch is
     /// taken instead.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// // A notice for a key with nothing waiting changes nothing.
+    /// shard.withdraw(key_hash(&8_u64));
+    /// let answer = shard.submit(key_hash(&8_u64), 8, 2, 0, 0, 1).map_err(|r| r.reason)?;
+    /// assert_eq!(futures::executor::block_on(answer), Ok(16));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn withdraw(&self, hash: u64) {
         let _ = self.intake.push(Inbound::Withdraw(hash));
     }
@@ -455,6 +777,26 @@ where
     /// Resolves once every input admitted before the call is answered
     /// (or expired, or withdrawn); the shard stays open. Resolves at once if
     /// the shard has stopped.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// let answer = shard.submit(key_hash(&4_u64), 4, 4, 0, 0, 1).map_err(|r| r.reason)?;
+    /// futures::executor::block_on(shard.flush());
+    /// assert_eq!(shard.stats().answered_ok, 1);
+    /// assert_eq!(futures::executor::block_on(answer), Ok(16));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush(&self) -> Flushed {
         let (reply, flushed) = oneshot::channel();
         if self.flushes.request(reply) {
@@ -468,6 +810,29 @@ where
 
     /// Runs `task` on the shard's thread, beside its loop. Refused (`Full`
     /// or `Closed`) when the intake cannot take it.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// let (tell, told) = std::sync::mpsc::channel();
+    /// shard.spawn(Box::new(move || {
+    ///     Box::pin(async move {
+    ///         tell.send(std::thread::current().id()).expect("the caller waits");
+    ///     })
+    /// }))?;
+    /// assert_eq!(told.recv()?, shard.thread());
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn spawn(&self, task: SpawnTask) -> Result<(), Refused> {
         self.intake
             .push(Inbound::Spawn(task))
@@ -481,6 +846,24 @@ where
 {
     /// Counts an input the engine refused before handing it to the shard
     /// (it is too heavy for any batch).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// shard.count_refused();
+    /// assert_eq!(shard.stats().refused_too_heavy, 1);
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn count_refused(&self) {
         self.refused_at_intake(Refused::TooHeavy);
     }
@@ -493,11 +876,48 @@ where
     }
 
     /// Which shard.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// assert_eq!(shard.id(), ShardId::new(0));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn id(&self) -> ShardId {
         self.id
     }
 
     /// Its gauges and counters, read without a lock.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
+    /// futures::executor::block_on(answer)?;
+    /// let stats = shard.stats();
+    /// assert_eq!((stats.admitted, stats.answered_ok), (1, 1));
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> ShardStats {
         self.counters.snapshot(self.intake.len() as u64)
     }
@@ -505,6 +925,27 @@ where
     /// Its gauges and counters, and the distributions their summaries were
     /// computed from (to merge with other shards' or to subtract from a
     /// later reading), read without a lock.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
+    /// futures::executor::block_on(answer)?;
+    /// let (stats, distributions) = shard.stats_with_distributions();
+    /// assert_eq!(stats.batches, 1);
+    /// assert_eq!(distributions.batch_size.count(), 1);
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats_with_distributions(&self) -> (ShardStats, Distributions) {
         self.counters
             .snapshot_with_distributions(self.intake.len() as u64)
@@ -512,22 +953,92 @@ where
 
     /// Refuses new input and lets the shard drain and exit (G9). Any
     /// thread; idempotent.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// shard.close();
+    /// shard.close(); // again: nothing more happens
+    /// shard.join();
+    /// assert!(shard.stats().stopped > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(&self) {
         self.intake.close();
     }
 
     /// Whether [`close`](Self::close) was called.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// assert!(!shard.is_closed());
+    /// shard.close();
+    /// assert!(shard.is_closed());
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.intake.is_closed()
     }
 
     /// The shard's thread.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// assert_ne!(shard.thread(), std::thread::current().id());
+    /// # shard.close();
+    /// # shard.join();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn thread(&self) -> ThreadId {
         self.thread
     }
 
     /// Blocks until the shard's thread exited; at once if it was joined
     /// before. Returns at once, without joining, on the shard's own thread.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use ferry_shard::parts::{Lanes, Waiter};
+    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+    /// # let times = |key: u64, inputs: Vec<u64>| async move {
+    /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+    /// # };
+    /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+    /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+    /// # starting.wait().expect("started");
+    /// shard.close();
+    /// shard.join();
+    /// shard.join(); // once joined, returns at once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn join(&self) {
         if std::thread::current().id() == self.thread {
             return;
@@ -834,6 +1345,24 @@ struct Notice {
 /// the shard stopped without answering. `Send` and `Unpin`. With
 /// `withdraw_on_drop`, dropping it unanswered tells the shard, which
 /// withdraws the input if it has not been taken into a batch yet.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use ferry_shard::parts::{Lanes, Waiter};
+/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// # let times = |key: u64, inputs: Vec<u64>| async move {
+/// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// # };
+/// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// # starting.wait().expect("started");
+/// let answer = shard.submit(key_hash(&9_u64), 9, 9, 0, 0, 1).map_err(|r| r.reason)?;
+/// assert_eq!(futures::executor::block_on(answer), Ok(81));
+/// # shard.close();
+/// # shard.join();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Answer<I, O, E> {
     outcome: answer_cell::Receiver<Outcome<I, O, E>>,
     notice: Option<Notice>,
@@ -880,6 +1409,34 @@ impl<I, O, E> Future for Answer<I, O, E> {
 
 /// The future of an input admitted directly by the shard the caller runs
 /// on. Not `Send`: it stays on that thread.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use ferry_shard::parts::{Lanes, Waiter};
+/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
+/// # let times = |key: u64, inputs: Vec<u64>| async move {
+/// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
+/// # };
+/// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
+/// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
+/// # starting.wait().expect("started");
+/// // Only a task on the shard's own thread gets one: here, a spawned task.
+/// let shard = Arc::new(shard);
+/// let on_shard = Arc::clone(&shard);
+/// let (tell, told) = std::sync::mpsc::channel();
+/// shard.spawn(Box::new(move || {
+///     Box::pin(async move {
+///         let answer = on_shard.submit_local(key_hash(&3_u64), 3, 3, 0, 0, 1);
+///         let outcome = answer.ok().expect("on the shard").await;
+///         tell.send(outcome).expect("the caller waits");
+///     })
+/// }))?;
+/// assert_eq!(told.recv()?, Ok(9));
+/// # shard.close();
+/// # shard.join();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct LocalAnswer<I, O, E>(answer_cell::Receiver<Outcome<I, O, E>, answer_cell::Local>);
 
 impl<I, O, E> Future for LocalAnswer<I, O, E> {
