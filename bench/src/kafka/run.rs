@@ -18,8 +18,13 @@ use super::rows::Rows;
 use super::verdict::{self, Verdict};
 use super::{now_us, KillAt, System};
 
-/// How often the rows are read while a system runs.
+/// How often the rows are read back whole while a system runs.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// How often the applied count (one sum) is read while a kill waits for
+/// its share: a system that applies tens of thousands of records a second
+/// crosses a share's window in well under `WATCH_EVERY`.
+const LOOK_EVERY: Duration = Duration::from_millis(5);
 
 /// A whole run.
 #[derive(Clone, Debug)]
@@ -122,32 +127,64 @@ fn watch(
     started: Instant,
 ) -> Result<(bool, Duration), String> {
     let mut kill_at = settings.kill_at;
+    let mut read_at = Instant::now();
     loop {
-        members.pump(WATCH_EVERY)?;
-        let read = rows.read_back(&settings.topic)?;
+        members.pump(if kill_at.is_some() {
+            LOOK_EVERY
+        } else {
+            WATCH_EVERY
+        })?;
         let elapsed = started.elapsed();
+        if let Some(at) = kill_at {
+            if kill_if_due(at, settings, rows, produced, members, elapsed)? {
+                kill_at = None;
+            }
+        }
+        if read_at.elapsed() < WATCH_EVERY {
+            continue;
+        }
+        read_at = Instant::now();
+        let read = rows.read_back(&settings.topic)?;
         if verdict::complete(produced, &read) {
+            if kill_at.is_some() {
+                eprintln!(
+                    "ferry-load: every record was applied before the kill came: none was made \
+                     (more --records, or an earlier --kill-member-at, widens its window)"
+                );
+            }
             return Ok((true, elapsed));
         }
         if elapsed >= settings.duration_limit {
             return Ok((false, elapsed));
         }
-        let applied = verdict::applied(&read) as f64 / produced.total.max(1) as f64;
-        let due = match kill_at {
-            Some(KillAt::After(after)) => elapsed >= after,
-            Some(KillAt::Applied(share)) => applied >= share,
-            None => false,
-        };
-        if due {
-            let killed = members.kill_one()?;
-            members.killed_at = Some(applied);
-            eprintln!(
-                "ferry-load: killed member {killed} at {elapsed:.1?} ({:.0}% applied), started another",
-                applied * 100.0
-            );
-            kill_at = None;
-        }
     }
+}
+
+/// Kills and replaces one member if `at` has come and some record is
+/// still to be applied; answers whether it did.
+fn kill_if_due(
+    at: KillAt,
+    settings: &Settings,
+    rows: &Rows,
+    produced: &Produced,
+    members: &mut Members,
+    elapsed: Duration,
+) -> Result<bool, String> {
+    let applied = rows.applied(&settings.topic)? as f64 / produced.total.max(1) as f64;
+    let due = match at {
+        KillAt::After(after) => elapsed >= after,
+        KillAt::Applied(share) => applied >= share,
+    };
+    if !due || applied >= 1.0 {
+        return Ok(false);
+    }
+    let killed = members.kill_one()?;
+    members.killed_at = Some(applied);
+    eprintln!(
+        "ferry-load: killed member {killed} at {elapsed:.1?} ({:.0}% applied), started another",
+        applied * 100.0
+    );
+    Ok(true)
 }
 
 /// How to start `system`'s members; `None`: it is skipped.

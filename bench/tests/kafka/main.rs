@@ -4,7 +4,7 @@
 //! `kafka`.
 //!
 //! What is asserted, on 20,000 records over 500 keys in 4 partitions, 2
-//! members, one of them killed with SIGKILL once 20% of the records are
+//! members, one of them killed with SIGKILL once 30% of the records are
 //! applied and a new one started:
 //!
 //! - with the fence, for ferry and for partition-serial: every record
