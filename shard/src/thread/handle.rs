@@ -912,6 +912,9 @@ where
     /// # starting.wait().expect("started");
     /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
     /// futures::executor::block_on(answer)?;
+    /// // The figures are published at the end of the shard's round, which
+    /// // may come after the answer: a flush waits for it.
+    /// futures::executor::block_on(shard.flush());
     /// let stats = shard.stats();
     /// assert_eq!((stats.admitted, stats.answered_ok), (1, 1));
     /// # shard.close();
@@ -939,6 +942,7 @@ where
     /// # starting.wait().expect("started");
     /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
     /// futures::executor::block_on(answer)?;
+    /// futures::executor::block_on(shard.flush()); // the round's figures
     /// let (stats, distributions) = shard.stats_with_distributions();
     /// assert_eq!(stats.batches, 1);
     /// assert_eq!(distributions.batch_size.count(), 1);
