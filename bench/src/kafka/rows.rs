@@ -107,16 +107,12 @@ impl Rows {
             .map_err(|err| self.failed("read the rows back", &err))?;
         rows.iter()
             .map(|row| {
-                let count = |index: usize| -> Result<u64, String> {
-                    let value: i64 = row.try_get(index).map_err(|err| said(&err))?;
-                    u64::try_from(value).map_err(|_| format!("a count of {value}"))
-                };
                 let key: String = row.try_get(0).map_err(|err| said(&err))?;
                 let last_offset: i64 = row.try_get(4).map_err(|err| said(&err))?;
                 let read = KeyRow {
-                    applied: count(1)?,
-                    last_seq: count(2)?,
-                    disorder: count(3)?,
+                    applied: count(row, 1)?,
+                    last_seq: count(row, 2)?,
+                    disorder: count(row, 3)?,
                     last_offset,
                 };
                 Ok((key, read))
@@ -135,13 +131,18 @@ impl Rows {
             .runtime
             .block_on(self.client.query_one(&sql, &[&topic]))
             .map_err(|err| self.failed("count the records applied", &err))?;
-        let value: i64 = row.try_get(0).map_err(|err| said(&err))?;
-        u64::try_from(value).map_err(|_| format!("a count of {value}"))
+        count(&row, 0)
     }
 
     fn failed(&self, what: &str, err: &tokio_postgres::Error) -> String {
         format!("{}: could not {what}: {}", self.shown, said(err))
     }
+}
+
+/// Column `index` of `row`, a count: a `bigint` that is never negative.
+fn count(row: &tokio_postgres::Row, index: usize) -> Result<u64, String> {
+    let value: i64 = row.try_get(index).map_err(|err| said(&err))?;
+    u64::try_from(value).map_err(|_| format!("a count of {value}"))
 }
 
 /// A prefix that is a plain SQL identifier: `[a-z_][a-z0-9_]*`, at most

@@ -79,7 +79,10 @@ impl Broker {
                 "kafka.tools.StorageTool",
                 "format",
             ])
-            .args(["--cluster-id", &cluster_id(), "--config"])
+            // `=` joins the id to its flag: an id may begin with `-`, which
+            // the tool's parser would otherwise take for a flag of its own.
+            .arg(format!("--cluster-id={}", cluster_id()))
+            .arg("--config")
             .arg(&properties)
             .stdin(Stdio::null())
             .stdout(file(&format_log))
