@@ -60,7 +60,7 @@ impl Broker {
         let libs = libs_dir();
         let java = java();
         let dir = temp_dir();
-        let (port, controller_port) = (free_port(), free_port());
+        let [port, controller_port] = free_ports();
         let data = dir.join("data");
         let properties = dir.join("server.properties");
         fs::write(&properties, server_properties(port, controller_port, &data))
@@ -381,11 +381,19 @@ fn temp_dir() -> PathBuf {
     dir
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .unwrap_or_else(|err| panic!("could not find a free port on 127.0.0.1: {err}"))
+/// Distinct ports free on 127.0.0.1: every listener is held until all
+/// are bound, so no two are the same port.
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: [TcpListener; N] = std::array::from_fn(|_| {
+        TcpListener::bind(("127.0.0.1", 0))
+            .unwrap_or_else(|err| panic!("could not find a free port on 127.0.0.1: {err}"))
+    });
+    listeners.map(|listener| {
+        listener
+            .local_addr()
+            .map(|address| address.port())
+            .unwrap_or_else(|err| panic!("a bound listener has no address: {err}"))
+    })
 }
 
 fn file(path: &Path) -> fs::File {
