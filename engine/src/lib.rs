@@ -131,6 +131,7 @@ mod batcher;
 mod config;
 mod default_shards;
 mod engine;
+pub mod entity;
 mod flush;
 #[cfg(feature = "kafka")]
 pub mod kafka;

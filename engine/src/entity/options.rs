@@ -1,0 +1,156 @@
+//! The settings of an entity engine beside the builder's: how its state is
+//! encoded, its owner epoch, how it resolves a lost write, how many keys a
+//! shard remembers.
+
+use std::time::Duration;
+
+use super::codec::Json;
+use super::epoch::Epoch;
+
+/// How long a shard keeps looking for a write whose reply was lost, by
+/// default, before it answers [`EntityError::Unknown`](super::EntityError::Unknown).
+///
+/// ```
+/// assert_eq!(ferry::entity::DEFAULT_RESOLVE_WITHIN, std::time::Duration::from_secs(30));
+/// ```
+pub const DEFAULT_RESOLVE_WITHIN: Duration = Duration::from_secs(30);
+
+/// How many times, by default, a key's write may find that somebody else
+/// wrote the key before its batch is answered
+/// [`EntityError::NotApplied`](super::EntityError::NotApplied).
+///
+/// ```
+/// assert_eq!(ferry::entity::DEFAULT_WRITE_ATTEMPTS, 16);
+/// ```
+pub const DEFAULT_WRITE_ATTEMPTS: u32 = 16;
+
+/// How many keys a shard remembers by default (version, epoch and state
+/// of each), so that their trips need no read.
+///
+/// ```
+/// assert_eq!(ferry::entity::DEFAULT_REMEMBER, 1 << 20);
+/// ```
+pub const DEFAULT_REMEMBER: usize = 1 << 20;
+
+/// The pause between two looks for a lost write.
+pub(crate) const RESOLVE_PAUSE: Duration = Duration::from_millis(20);
+
+/// The entity settings that are not the engine's: see each method.
+/// `C` encodes the state (or a log's events); [`Json`] by default.
+///
+/// ```
+/// use std::time::Duration;
+/// use ferry::entity::{Epoch, Options};
+///
+/// let epoch = Epoch::new(7);
+/// let options = Options::default()
+///     .epoch(epoch.clone())
+///     .resolve_within(Duration::from_secs(5))
+///     .write_attempts(4)
+///     .remember(10_000);
+/// assert_eq!(options.epoch_now(), 7);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Options<C = Json> {
+    pub(crate) codec: C,
+    pub(crate) epoch: Epoch,
+    pub(crate) resolve_within: Duration,
+    pub(crate) write_attempts: u32,
+    pub(crate) remember: usize,
+}
+
+impl Default for Options<Json> {
+    fn default() -> Self {
+        Self {
+            codec: Json,
+            epoch: Epoch::default(),
+            resolve_within: DEFAULT_RESOLVE_WITHIN,
+            write_attempts: DEFAULT_WRITE_ATTEMPTS,
+            remember: DEFAULT_REMEMBER,
+        }
+    }
+}
+
+impl<C> Options<C> {
+    /// Encodes the state (or the events) with `codec` instead.
+    ///
+    /// ```
+    /// use ferry::entity::{Codec, Options};
+    ///
+    /// #[derive(Clone)]
+    /// struct Decimal;
+    /// impl Codec<i64> for Decimal {
+    ///     fn encode(&self, n: &i64) -> Result<Vec<u8>, String> { Ok(n.to_string().into_bytes()) }
+    ///     fn decode(&self, bytes: &[u8]) -> Result<i64, String> {
+    ///         std::str::from_utf8(bytes).ok().and_then(|s| s.parse().ok()).ok_or("not a number".into())
+    ///     }
+    /// }
+    /// let _options: Options<Decimal> = Options::default().codec(Decimal);
+    /// ```
+    pub fn codec<D>(self, codec: D) -> Options<D> {
+        Options {
+            codec,
+            epoch: self.epoch,
+            resolve_within: self.resolve_within,
+            write_attempts: self.write_attempts,
+            remember: self.remember,
+        }
+    }
+
+    /// The owner epoch every write carries (0 by default); keep the
+    /// [`Epoch`] to move it when ownership changes.
+    ///
+    /// ```
+    /// use ferry::entity::{Epoch, Options};
+    /// assert_eq!(Options::default().epoch(Epoch::new(2)).epoch_now(), 2);
+    /// ```
+    pub fn epoch(mut self, epoch: Epoch) -> Self {
+        self.epoch = epoch;
+        self
+    }
+
+    /// The epoch writes carry now.
+    ///
+    /// ```
+    /// assert_eq!(ferry::entity::Options::default().epoch_now(), 0);
+    /// ```
+    pub fn epoch_now(&self) -> u64 {
+        self.epoch.get()
+    }
+
+    /// How long a write whose reply was lost is looked for (its key kept
+    /// busy meanwhile, other keys going on) before it is answered
+    /// `Unknown`; zero answers it `Unknown` at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let _ = ferry::entity::Options::default().resolve_within(Duration::ZERO);
+    /// ```
+    pub fn resolve_within(mut self, within: Duration) -> Self {
+        self.resolve_within = within;
+        self
+    }
+
+    /// How many writes of a key's batch may find the key written by
+    /// somebody else (each then reads it again and folds anew) before the
+    /// batch is answered `NotApplied`; at least 1.
+    ///
+    /// ```
+    /// let _ = ferry::entity::Options::default().write_attempts(3);
+    /// ```
+    pub fn write_attempts(mut self, attempts: u32) -> Self {
+        self.write_attempts = attempts.max(1);
+        self
+    }
+
+    /// How many keys each shard remembers; a key it does not remember is
+    /// read before it is written (0: every trip reads).
+    ///
+    /// ```
+    /// let _ = ferry::entity::Options::default().remember(0);
+    /// ```
+    pub fn remember(mut self, keys: usize) -> Self {
+        self.remember = keys;
+        self
+    }
+}
