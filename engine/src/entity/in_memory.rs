@@ -18,6 +18,9 @@ pub enum Fault {
     LoseReply,
     /// The request is refused (`StoreError::Refused`), nothing applied.
     Refuse,
+    /// A write or append is lost on its way: not applied, and its reply
+    /// lost too (`StoreError::Lost`); a read fails as `Break` does.
+    LoseRequest,
 }
 
 /// Which kind of request a fault is asked for.
@@ -278,6 +281,9 @@ impl<K: Hash + Eq> MemoryStore<K> {
             Some(Fault::Break) => return Err(StoreError::Broken("a broken write".to_string())),
             Some(Fault::Refuse) => return Err(StoreError::Refused("a refused write".to_string())),
             _ => {}
+        }
+        if fault == Some(Fault::LoseRequest) {
+            return Err(StoreError::Lost("a write lost on its way".to_string()));
         }
         let landed: Vec<bool> = (0..count).map(|at| judge(&mut held, at)).collect();
         match fault {
