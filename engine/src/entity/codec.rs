@@ -45,6 +45,7 @@ impl<T: Serialize + DeserializeOwned> Codec<T> for Json {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<T, String> {
-        serde_json::from_slice(bytes).map_err(|err| format!("could not decode the JSON held: {err}"))
+        serde_json::from_slice(bytes)
+            .map_err(|err| format!("could not decode the JSON held: {err}"))
     }
 }

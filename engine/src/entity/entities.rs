@@ -256,7 +256,9 @@ where
 }
 
 /// The caller's answer for what the engine answered.
-fn answer<I, O, R>(outcome: Result<Result<O, R>, ferry_shard::FerryError<I, Failure>>) -> Result<O, EntityError<I, R>> {
+fn answer<I, O, R>(
+    outcome: Result<Result<O, R>, ferry_shard::FerryError<I, Failure>>,
+) -> Result<O, EntityError<I, R>> {
     match outcome {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(refused)) => Err(EntityError::Refused(refused)),

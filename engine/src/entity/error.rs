@@ -102,7 +102,9 @@ impl<I, R> EntityError<I, R> {
         match err {
             FerryError::Failed(Failure::NotApplied(why)) => EntityError::NotApplied(why),
             FerryError::Failed(Failure::Unknown(why)) => EntityError::Unknown(why),
-            FerryError::Failed(Failure::Fenced { held, mine }) => EntityError::Fenced { held, mine },
+            FerryError::Failed(Failure::Fenced { held, mine }) => {
+                EntityError::Fenced { held, mine }
+            }
             other => EntityError::Engine(other),
         }
     }
@@ -114,9 +116,13 @@ impl<I, R: fmt::Display> fmt::Display for EntityError<I, R> {
             EntityError::Refused(why) => write!(f, "the fold refused the input: {why}"),
             EntityError::NotApplied(why) => write!(f, "not applied: {why}"),
             EntityError::Unknown(why) => write!(f, "applied or not, unknown: {why}"),
-            EntityError::Fenced { held, mine } => {
-                fmt::Display::fmt(&Failure::Fenced { held: *held, mine: *mine }, f)
-            }
+            EntityError::Fenced { held, mine } => fmt::Display::fmt(
+                &Failure::Fenced {
+                    held: *held,
+                    mine: *mine,
+                },
+                f,
+            ),
             EntityError::Engine(err) => fmt::Display::fmt(err, f),
         }
     }

@@ -86,7 +86,9 @@ pub struct Requests {
 
 impl<K> Clone for MemoryStore<K> {
     fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
@@ -136,7 +138,11 @@ impl<K: Hash + Eq> MemoryStore<K> {
     /// assert!(ferry::entity::MemoryStore::<u8>::new().log(&1).is_empty());
     /// ```
     pub fn log(&self, key: &K) -> Vec<Vec<u8>> {
-        lock(&self.inner.held).logs.get(key).cloned().unwrap_or_default()
+        lock(&self.inner.held)
+            .logs
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Every key written, with its row.
@@ -149,7 +155,10 @@ impl<K: Hash + Eq> MemoryStore<K> {
         K: Clone,
     {
         let held = lock(&self.inner.held);
-        held.rows.iter().map(|(key, row)| (key.clone(), row.clone())).collect()
+        held.rows
+            .iter()
+            .map(|(key, row)| (key.clone(), row.clone()))
+            .collect()
     }
 
     /// Requests sent so far.
@@ -196,7 +205,9 @@ impl<K: Hash + Eq> MemoryStore<K> {
     }
 
     fn fault(&self, request: Request) -> Option<Fault> {
-        lock(&self.inner.chaos).as_mut().and_then(|chaos| chaos(request))
+        lock(&self.inner.chaos)
+            .as_mut()
+            .and_then(|chaos| chaos(request))
     }
 }
 
@@ -214,7 +225,9 @@ impl<K: Hash + Eq + Clone + Send + 'static> Store<K> for MemoryStore<K> {
     fn connect(&self) -> impl Future<Output = Result<MemoryStore<K>, StoreError>> {
         lock(&self.inner.held).requests.connects += 1;
         let connected = match self.fault(Request::Connect) {
-            Some(_) => Err(StoreError::Broken("the memory store refused to connect".to_string())),
+            Some(_) => Err(StoreError::Broken(
+                "the memory store refused to connect".to_string(),
+            )),
             None => Ok(self.clone()),
         };
         std::future::ready(connected)
@@ -238,12 +251,19 @@ impl<K: Hash + Eq + Clone + Send + 'static> Connection<K> for MemoryStore<K> {
         std::future::ready(read)
     }
 
-    fn write(&self, writes: &[Write<'_, K>]) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
+    fn write(
+        &self,
+        writes: &[Write<'_, K>],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
         let written = self.change(writes.len(), |held, at| {
             let write = &writes[at];
             let landed = lands(held.rows.get(write.key), write.expected, write.epoch);
             if landed {
-                let row = Row { version: write.version, epoch: write.epoch, state: Some(write.state.to_vec()) };
+                let row = Row {
+                    version: write.version,
+                    epoch: write.epoch,
+                    state: Some(write.state.to_vec()),
+                };
                 held.rows.insert(write.key.clone(), row);
             }
             landed
@@ -251,14 +271,27 @@ impl<K: Hash + Eq + Clone + Send + 'static> Connection<K> for MemoryStore<K> {
         std::future::ready(written)
     }
 
-    fn append(&self, appends: &[Append<'_, K>]) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
+    fn append(
+        &self,
+        appends: &[Append<'_, K>],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
         let appended = self.change(appends.len(), |held, at| {
             let append = &appends[at];
             let landed = lands(held.rows.get(append.key), append.expected, append.epoch);
             if landed {
                 let version = append.expected + append.events.len() as u64;
-                held.rows.insert(append.key.clone(), Row { version, epoch: append.epoch, state: None });
-                held.logs.entry(append.key.clone()).or_default().extend(append.events.iter().cloned());
+                held.rows.insert(
+                    append.key.clone(),
+                    Row {
+                        version,
+                        epoch: append.epoch,
+                        state: None,
+                    },
+                );
+                held.logs
+                    .entry(append.key.clone())
+                    .or_default()
+                    .extend(append.events.iter().cloned());
             }
             landed
         });

@@ -81,7 +81,11 @@ mod tests {
     use super::*;
 
     fn known(version: u64) -> Known<()> {
-        Known { version, epoch: 0, base: () }
+        Known {
+            version,
+            epoch: 0,
+            base: (),
+        }
     }
 
     #[test]

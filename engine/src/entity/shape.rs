@@ -41,7 +41,11 @@ pub(crate) trait Shape<I>: 'static {
     fn base(&self, row: &Row) -> Result<Self::Base, String>;
 
     /// What `inputs` make of the key as `known`.
-    fn apply(&self, known: &Known<Self::Base>, inputs: &[I]) -> Result<Applied<Self::Base, Self::Out>, String>;
+    fn apply(
+        &self,
+        known: &Known<Self::Base>,
+        inputs: &[I],
+    ) -> Result<Applied<Self::Base, Self::Out>, String>;
 }
 
 /// A state `S` folded by `fold`, kept encoded by `codec`.
@@ -73,14 +77,22 @@ where
     /// leaves it as it was.
     fn apply(&self, known: &Known<S>, inputs: &[I]) -> Result<Applied<S, Result<O, R>>, String> {
         let mut state = known.base.clone();
-        let outs: Vec<Result<O, R>> = inputs.iter().map(|input| (*self.fold)(&mut state, input)).collect();
+        let outs: Vec<Result<O, R>> = inputs
+            .iter()
+            .map(|input| (*self.fold)(&mut state, input))
+            .collect();
         let count = outs.iter().filter(|out| out.is_ok()).count() as u64;
         let change = if count == 0 {
             Change::None
         } else {
             Change::State(self.codec.encode(&state)?)
         };
-        Ok(Applied { outs, count, change, after: state })
+        Ok(Applied {
+            outs,
+            count,
+            change,
+            after: state,
+        })
     }
 }
 
@@ -99,13 +111,28 @@ impl<I: 'static, C: Codec<I>> Shape<I> for Logged<C> {
         Ok(())
     }
 
-    fn apply(&self, known: &Known<()>, inputs: &[I]) -> Result<Applied<(), Result<u64, Infallible>>, String> {
+    fn apply(
+        &self,
+        known: &Known<()>,
+        inputs: &[I],
+    ) -> Result<Applied<(), Result<u64, Infallible>>, String> {
         let events = inputs
             .iter()
             .map(|input| self.codec.encode(input))
             .collect::<Result<Vec<_>, _>>()?;
-        let outs = (1..=inputs.len() as u64).map(|n| Ok(known.version + n)).collect();
-        let change = if events.is_empty() { Change::None } else { Change::Events(events) };
-        Ok(Applied { outs, count: inputs.len() as u64, change, after: () })
+        let outs = (1..=inputs.len() as u64)
+            .map(|n| Ok(known.version + n))
+            .collect();
+        let change = if events.is_empty() {
+            Change::None
+        } else {
+            Change::Events(events)
+        };
+        Ok(Applied {
+            outs,
+            count: inputs.len() as u64,
+            change,
+            after: (),
+        })
     }
 }

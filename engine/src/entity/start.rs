@@ -138,8 +138,12 @@ where
         let store = Arc::new(store);
         let counts = Arc::new(Counts::default());
         let shared = Arc::clone(&counts);
-        let (epoch, resolve_within, write_attempts, remember) =
-            (options.epoch, options.resolve_within, options.write_attempts, options.remember);
+        let (epoch, resolve_within, write_attempts, remember) = (
+            options.epoch,
+            options.resolve_within,
+            options.write_attempts,
+            options.remember,
+        );
         let engine = self.try_start_trips(move |_shard| {
             let settings = Settings {
                 epoch: epoch.clone(),

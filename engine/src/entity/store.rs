@@ -153,7 +153,10 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Refused(why) => write!(f, "the store refused the request: {why}"),
             StoreError::Broken(why) => {
-                write!(f, "the connection failed before the request was sent: {why}")
+                write!(
+                    f,
+                    "the connection failed before the request was sent: {why}"
+                )
             }
             StoreError::Lost(why) => write!(
                 f,

@@ -121,11 +121,19 @@ where
     ) -> Vec<Result<Vec<Sh::Out>, Failure>> {
         let mut runs: Vec<Run<K, I, Sh::Base, Sh::Out>> = trip
             .into_iter()
-            .map(|(key, inputs)| Run { key, inputs, conflicts: 0, lost: None, answer: None })
+            .map(|(key, inputs)| Run {
+                key,
+                inputs,
+                conflicts: 0,
+                lost: None,
+                answer: None,
+            })
             .collect();
         let mut give_up: Option<Instant> = None;
         loop {
-            let pending: Vec<usize> = (0..runs.len()).filter(|&at| runs[at].answer.is_none()).collect();
+            let pending: Vec<usize> = (0..runs.len())
+                .filter(|&at| runs[at].answer.is_none())
+                .collect();
             if pending.is_empty() {
                 break;
             }
@@ -135,7 +143,10 @@ where
             self.round(&mut runs, &pending, &mut give_up).await;
         }
         runs.into_iter()
-            .map(|run| run.answer.expect("the loop ends once every key is answered"))
+            .map(|run| {
+                run.answer
+                    .expect("the loop ends once every key is answered")
+            })
             .collect()
     }
 
@@ -301,11 +312,18 @@ where
         if row.epoch > epoch {
             Counts::add(&counts.fenced, 1);
             self.memory.borrow_mut().forget(&run.key);
-            run.answer = Some(Err(Failure::Fenced { held: row.epoch, mine: epoch }));
+            run.answer = Some(Err(Failure::Fenced {
+                held: row.epoch,
+                mine: epoch,
+            }));
             return None;
         }
         match self.shape.base(&row) {
-            Ok(base) => Some(Known { version: row.version, epoch: row.epoch, base }),
+            Ok(base) => Some(Known {
+                version: row.version,
+                epoch: row.epoch,
+                base,
+            }),
             Err(why) => {
                 run.answer = Some(Err(Failure::NotApplied(
                     format!("the key's state as stored does not decode: {why}").into(),
@@ -415,7 +433,11 @@ where
 
     /// `run`'s write landed as `sent`: remembered and answered.
     fn land(&self, run: &mut Run<K, I, Sh::Base, Sh::Out>, sent: Sent<Sh::Base, Sh::Out>) {
-        let known = Known { version: sent.version, epoch: sent.epoch, base: sent.after };
+        let known = Known {
+            version: sent.version,
+            epoch: sent.epoch,
+            base: sent.after,
+        };
         self.memory.borrow_mut().put(run.key.clone(), known);
         run.answer = Some(Ok(sent.outs));
     }
