@@ -71,7 +71,7 @@ fn chaos(seed: u64, one_in: u64) -> impl FnMut(Request) -> Option<Fault> + Send 
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        if one_in == 0 || request == Request::Connect || state % one_in != 0 {
+        if one_in == 0 || request == Request::Connect || !state.is_multiple_of(one_in) {
             return None;
         }
         Some(
