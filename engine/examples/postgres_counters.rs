@@ -60,7 +60,12 @@ async fn main() -> ExitCode {
         eprintln!("{HOW_TO}");
         return ExitCode::from(2);
     };
-    if let Err(err) = table(&url, &format!("DROP TABLE IF EXISTS {TABLE}, {TABLE}_events")).await {
+    if let Err(err) = table(
+        &url,
+        &format!("DROP TABLE IF EXISTS {TABLE}, {TABLE}_events"),
+    )
+    .await
+    {
         eprintln!("could not use the server of FERRY_POSTGRES_URL: {err}\n\n{HOW_TO}");
         return ExitCode::from(2);
     }
@@ -74,7 +79,11 @@ async fn main() -> ExitCode {
     // Half the operations go to five busy accounts; one in seven withdraws.
     let operations: Vec<(i64, i64)> = (0..OPERATIONS)
         .map(|n| {
-            let account = if n % 2 == 0 { n % 5 } else { (n / 2) % ACCOUNTS };
+            let account = if n % 2 == 0 {
+                n % 5
+            } else {
+                (n / 2) % ACCOUNTS
+            };
             let amount = if n % 7 == 6 { -(n % 40) } else { n % 10 + 1 };
             (account, amount)
         })

@@ -29,6 +29,8 @@
 //!   tokio-postgres client and `tokio::time::sleep`, on an engine of the
 //!   default builder (glommio where it can start).
 
+mod entity_postgres;
+mod entity_redis;
 mod faults;
 mod handover;
 mod servers;

@@ -21,6 +21,10 @@ pub enum Fault {
     /// A write or append is lost on its way: not applied, and its reply
     /// lost too (`StoreError::Lost`); a read fails as `Break` does.
     LoseRequest,
+    /// A write or append is held up on its way (`StoreError::Lost` at
+    /// once) and lands, if its condition still holds, just before the
+    /// next write request; a read fails as `Break` does.
+    LandLate,
 }
 
 /// Which kind of request a fault is asked for.
@@ -65,6 +69,8 @@ struct Inner<K> {
 struct Held<K> {
     rows: HashMap<K, Row>,
     logs: HashMap<K, Vec<Vec<u8>>>,
+    /// Writes held up on their way ([`Fault::LandLate`]).
+    late: Vec<Change<K>>,
     requests: Requests,
 }
 
@@ -116,6 +122,7 @@ impl<K: Hash + Eq> MemoryStore<K> {
                 held: Mutex::new(Held {
                     rows: HashMap::new(),
                     logs: HashMap::new(),
+                    late: Vec::new(),
                     requests: Requests::default(),
                 }),
                 chaos: Mutex::new(None),
@@ -255,73 +262,104 @@ impl<K: Hash + Eq + Clone + Send + 'static> Connection<K> for MemoryStore<K> {
         &self,
         writes: &[Write<'_, K>],
     ) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
-        let written = self.change(writes.len(), |held, at| {
-            let write = &writes[at];
-            let landed = lands(held.rows.get(write.key), write.expected, write.epoch);
-            if landed {
-                let row = Row {
-                    version: write.version,
-                    epoch: write.epoch,
-                    state: Some(write.state.to_vec()),
-                };
-                held.rows.insert(write.key.clone(), row);
-            }
-            landed
-        });
-        std::future::ready(written)
+        let changes = writes
+            .iter()
+            .map(|write| Change {
+                key: write.key.clone(),
+                expected: write.expected,
+                epoch: write.epoch,
+                version: write.version,
+                state: Some(write.state.to_vec()),
+                events: Vec::new(),
+            })
+            .collect();
+        std::future::ready(self.change(changes))
     }
 
     fn append(
         &self,
         appends: &[Append<'_, K>],
     ) -> impl Future<Output = Result<Vec<bool>, StoreError>> {
-        let appended = self.change(appends.len(), |held, at| {
-            let append = &appends[at];
-            let landed = lands(held.rows.get(append.key), append.expected, append.epoch);
-            if landed {
-                let version = append.expected + append.events.len() as u64;
-                held.rows.insert(
-                    append.key.clone(),
-                    Row {
-                        version,
-                        epoch: append.epoch,
-                        state: None,
-                    },
-                );
-                held.logs
-                    .entry(append.key.clone())
-                    .or_default()
-                    .extend(append.events.iter().cloned());
-            }
-            landed
-        });
-        std::future::ready(appended)
+        let changes = appends
+            .iter()
+            .map(|append| Change {
+                key: append.key.clone(),
+                expected: append.expected,
+                epoch: append.epoch,
+                version: append.expected + append.events.len() as u64,
+                state: None,
+                events: append.events.to_vec(),
+            })
+            .collect();
+        std::future::ready(self.change(changes))
     }
 }
 
-impl<K: Hash + Eq> MemoryStore<K> {
-    /// A write request of `count` keys, each judged by `judge`, with its
-    /// fault if one is due.
-    fn change(
-        &self,
-        count: usize,
-        mut judge: impl FnMut(&mut Held<K>, usize) -> bool,
-    ) -> Result<Vec<bool>, StoreError> {
+/// One key's write or append, as the store applies it.
+struct Change<K> {
+    key: K,
+    expected: u64,
+    epoch: u64,
+    version: u64,
+    state: Option<Vec<u8>>,
+    events: Vec<Vec<u8>>,
+}
+
+impl<K: Hash + Eq> Held<K> {
+    /// Applies `change` if its condition holds; whether it did.
+    fn apply(&mut self, change: Change<K>) -> bool
+    where
+        K: Clone,
+    {
+        if !lands(self.rows.get(&change.key), change.expected, change.epoch) {
+            return false;
+        }
+        let row = Row {
+            version: change.version,
+            epoch: change.epoch,
+            state: change.state,
+        };
+        self.rows.insert(change.key.clone(), row);
+        if !change.events.is_empty() {
+            self.logs
+                .entry(change.key)
+                .or_default()
+                .extend(change.events);
+        }
+        true
+    }
+}
+
+impl<K: Hash + Eq + Clone> MemoryStore<K> {
+    /// A write request of `changes`, with its fault if one is due; a
+    /// request held back earlier lands first.
+    fn change(&self, changes: Vec<Change<K>>) -> Result<Vec<bool>, StoreError> {
         let fault = self.fault(Request::Write);
         let mut held = lock(&self.inner.held);
         held.requests.writes += 1;
-        match fault {
-            Some(Fault::Break) => return Err(StoreError::Broken("a broken write".to_string())),
-            Some(Fault::Refuse) => return Err(StoreError::Refused("a refused write".to_string())),
-            _ => {}
+        for late in std::mem::take(&mut held.late) {
+            held.apply(late);
         }
-        if fault == Some(Fault::LoseRequest) {
-            return Err(StoreError::Lost("a write lost on its way".to_string()));
-        }
-        let landed: Vec<bool> = (0..count).map(|at| judge(&mut held, at)).collect();
         match fault {
-            Some(Fault::LoseReply) => Err(StoreError::Lost("a write's reply lost".to_string())),
-            _ => Ok(landed),
+            Some(Fault::Break) => Err(StoreError::Broken("a broken write".to_string())),
+            Some(Fault::Refuse) => Err(StoreError::Refused("a refused write".to_string())),
+            Some(Fault::LoseRequest) => {
+                Err(StoreError::Lost("a write lost on its way".to_string()))
+            }
+            Some(Fault::LandLate) => {
+                held.late.extend(changes);
+                Err(StoreError::Lost("a write held back on its way".to_string()))
+            }
+            Some(Fault::LoseReply) => {
+                for change in changes {
+                    held.apply(change);
+                }
+                Err(StoreError::Lost("a write's reply lost".to_string()))
+            }
+            None => Ok(changes
+                .into_iter()
+                .map(|change| held.apply(change))
+                .collect()),
         }
     }
 }

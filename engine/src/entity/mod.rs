@@ -3,8 +3,8 @@
 //! A service updates entities — an account, a cart, a stream — each by a
 //! conditional read-modify-write. Here it writes only its part: a pure
 //! **fold** (`&mut S, &I -> Result<O, R>`), a [`Store`] (a table and a
-//! connection string: [`PostgresStore`] with feature `postgres`,
-//! [`RedisStore`] with `redis`, or the [`MemoryStore`] of tests), and
+//! connection string: `PostgresStore` with feature `postgres`,
+//! `RedisStore` with `redis`, or the [`MemoryStore`] of tests), and
 //! calls [`Builder::start_entities`](crate::Builder::start_entities). Each
 //! shard then:
 //!
@@ -78,4 +78,4 @@ pub use store::{Append, Connection, Row, Store, StoreError, Write};
 #[cfg(feature = "postgres")]
 pub use postgres::{PgConnection, PgKey, PostgresStore};
 #[cfg(feature = "redis")]
-pub use redis::RedisStore;
+pub use redis::{RedisConnection, RedisStore};

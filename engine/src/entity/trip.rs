@@ -68,6 +68,10 @@ struct Run<K, I, B, Out> {
     conflicts: u32,
     /// The write whose reply was lost, to be looked for.
     lost: Option<Sent<B, Out>>,
+    /// A lost write found absent and sent again: it may still land late
+    /// (a request the store holds up after the connection gave up on it),
+    /// so a conflict of the resent write is looked up as a lost one.
+    suspect: Option<Sent<B, Out>>,
     answer: Option<Result<Vec<Out>, Failure>>,
 }
 
@@ -126,6 +130,7 @@ where
                 inputs,
                 conflicts: 0,
                 lost: None,
+                suspect: None,
                 answer: None,
             })
             .collect();
@@ -308,6 +313,7 @@ where
                 return None;
             }
             Counts::add(&counts.found_absent, 1);
+            run.suspect = Some(sent);
         }
         if row.epoch > epoch {
             Counts::add(&counts.fenced, 1);
@@ -400,6 +406,11 @@ where
                     let run = &mut runs[sending.run];
                     if landed {
                         self.land(run, sending.sent);
+                    } else if let Some(earlier) = run.suspect.take() {
+                        // The same write, sent before, may have landed
+                        // since: look for it before folding again.
+                        self.memory.borrow_mut().forget(&run.key);
+                        run.lost = Some(earlier);
                     } else {
                         Counts::add(&counts.conflicts, 1);
                         self.conflicted(run);
@@ -433,6 +444,7 @@ where
 
     /// `run`'s write landed as `sent`: remembered and answered.
     fn land(&self, run: &mut Run<K, I, Sh::Base, Sh::Out>, sent: Sent<Sh::Base, Sh::Out>) {
+        run.suspect = None;
         let known = Known {
             version: sent.version,
             epoch: sent.epoch,

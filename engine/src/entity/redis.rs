@@ -1,0 +1,711 @@
+//! Entities in Redis (feature `redis`), through the `redis` crate's
+//! multiplexed tokio connection.
+//!
+//! # Layout
+//!
+//! A store of prefix `p` keeps, for a key `k` (its `Display` text):
+//!
+//! - the hash `p:k`, fields `version` and `epoch` (decimal text) and
+//!   `state` (the encoded state, bytes as given). A log's hash (its head)
+//!   has no `state`; its version is the log's length;
+//! - for a log, the list `p:k:events`: the event of sequence `s` at index
+//!   `s - 1`, so the list is as long as the head's version. A list rather
+//!   than a hash of sequences: a log's events are dense, only ever added
+//!   at the end and read back in order, which is exactly what `RPUSH` and
+//!   `LRANGE` do, without a field name stored per event.
+//!
+//! A key whose text ends in `:events` names the same Redis key as another
+//! key's log (`a:events` is the hash of key `a:events` and the list of key
+//! `a`). They cannot be mixed up: one is a hash and one is a list, so the
+//! second to be used is refused (`WRONGTYPE`), with nothing changed.
+//!
+//! # Requests
+//!
+//! - a read is one pipeline of an `HMGET` per key (one round trip);
+//! - a write, and an append, is one `EVALSHA` of a Lua script (the
+//!   `redis::Script` type sends the script itself if the server has lost
+//!   it). Redis runs a script alone, so each is atomic. A script first
+//!   *looks* at every key it was given, then *judges* them in order, each
+//!   on its own condition (see [`store`](super::store)), changing the
+//!   ones that land. Errors (such as `WRONGTYPE`) can only arise while
+//!   looking: a script that fails has changed nothing (Redis does not
+//!   undo a script's changes, so this order is what makes a refusal
+//!   clean).
+//!
+//! Numbers never become Lua numbers (doubles, exact only up to 2^53):
+//! versions are compared as the decimal text this module wrote, epochs by
+//! length and then by text (which orders decimals without leading zeros),
+//! and an append's new version is added up here, not in the script.
+//!
+//! # Failures
+//!
+//! - an error the server answers (a script's error, `WRONGTYPE`, `NOPERM`,
+//!   `LOADING`…) is [`StoreError::Refused`]: nothing was changed and the
+//!   connection goes on;
+//! - a connection that fails (an I/O error, the server closing it) or a
+//!   request unanswered within 5 seconds is [`StoreError::Broken`] for a
+//!   read, and [`StoreError::Lost`] for a write or an append: the
+//!   multiplexed connection does not tell whether the request had reached
+//!   the server, so it may have been applied. A connection that failed
+//!   once is not used again: its later requests are `Broken`, unsent;
+//! - an answer of the wrong shape is `Refused` for a read, and `Lost` for
+//!   a write or an append (the script ran, what it did is unknown).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::aio::MultiplexedConnection;
+use ::redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, Script};
+
+use super::store::{Append, Connection, Row, Store, StoreError, Write};
+
+/// How long a connection may take to be made, and a request to be
+/// answered.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a log's list adds to its head's name.
+const EVENTS_SUFFIX: &str = ":events";
+
+/// The URL schemes taken: TCP, and a Unix socket.
+const SCHEMES: [&str; 2] = ["redis://", "redis+unix://"];
+
+/// The Lua function both scripts judge epochs with: whether decimal text
+/// `a` is at most decimal text `b`, both without leading zeros.
+macro_rules! lua_at_most {
+    () => {
+        r"
+local function at_most(a, b)
+  if #a ~= #b then
+    return #a < #b
+  end
+  return a <= b
+end
+"
+    };
+}
+
+/// The write of many keys. `KEYS[i]`: the i-th key's hash; `ARGV[4i-3]`
+/// to `ARGV[4i]`: its expected version, new version, epoch and state.
+/// Answers 1 (landed) or 0 per key, in order. `seen` holds each hash's
+/// version and epoch as the judging goes, so a key given twice is judged
+/// the second time on what the first did.
+const WRITE_SCRIPT: &str = concat!(
+    lua_at_most!(),
+    r"
+local seen = {}
+for _, key in ipairs(KEYS) do
+  local held = redis.call('HMGET', key, 'version', 'epoch')
+  seen[key] = { held[1] or '0', held[2] or '0' }
+end
+local landed = {}
+for i, key in ipairs(KEYS) do
+  local at = 4 * (i - 1)
+  local expected, version, epoch = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  local row = seen[key]
+  if row[1] == expected and at_most(row[2], epoch) then
+    redis.call('HSET', key, 'version', version, 'epoch', epoch, 'state', ARGV[at + 4])
+    seen[key] = { version, epoch }
+    landed[i] = 1
+  else
+    landed[i] = 0
+  end
+end
+return landed
+"
+);
+
+/// The append to many logs. `KEYS[2i-1]` and `KEYS[2i]`: the i-th key's
+/// head and list. `ARGV`, per key in order: its expected version, new
+/// version, epoch, event count `n`, then its `n` events. Answers 1 or 0
+/// per key, in order. Events are pushed 1000 at a time: Lua's `unpack`
+/// cannot spread many thousands of values at once.
+const APPEND_SCRIPT: &str = concat!(
+    lua_at_most!(),
+    r"
+local seen = {}
+for i = 1, #KEYS, 2 do
+  local held = redis.call('HMGET', KEYS[i], 'version', 'epoch')
+  local kind = redis.call('TYPE', KEYS[i + 1])['ok']
+  if kind ~= 'list' and kind ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i + 1] .. ' is a ' .. kind .. ', not a list of events')
+  end
+  seen[KEYS[i]] = { held[1] or '0', held[2] or '0' }
+end
+local landed, at = {}, 0
+for i = 1, #KEYS, 2 do
+  local head, events = KEYS[i], KEYS[i + 1]
+  local expected, version, epoch = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+  local first, last = at + 5, at + 4 + tonumber(ARGV[at + 4])
+  local row = seen[head]
+  if row[1] == expected and at_most(row[2], epoch) then
+    for from = first, last, 1000 do
+      redis.call('RPUSH', events, unpack(ARGV, from, math.min(from + 999, last)))
+    end
+    redis.call('HSET', head, 'version', version, 'epoch', epoch)
+    redis.call('HDEL', head, 'state')
+    seen[head] = { version, epoch }
+    landed[#landed + 1] = 1
+  else
+    landed[#landed + 1] = 0
+  end
+  at = last
+end
+return landed
+"
+);
+
+/// A store of entities in Redis: the server's address and the prefix of
+/// every key it names. Each shard connects on its own (see
+/// [`Store::connect`]), inside a tokio runtime, which drives the
+/// connection's I/O; keys are any `K: Display`.
+///
+/// Shown (`Debug`) without any password.
+///
+/// ```no_run
+/// use ferry::entity::{Connection, RedisStore, Store, StoreError, Write};
+///
+/// # async fn run() -> Result<(), StoreError> {
+/// let store = RedisStore::new("redis://localhost:6379", "accounts")?;
+/// let connection = Store::<u64>::connect(&store).await?;
+/// // Key 7 is the hash `accounts:7`.
+/// let write = Write { key: &7, expected: 0, version: 1, epoch: 1, state: b"{}" };
+/// assert_eq!(connection.write(&[write]).await?, vec![true]);
+/// assert_eq!(connection.read(&[&7]).await?[0].version, 1);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    client: Client,
+    /// The URL as it may be shown (no password).
+    shown: Arc<str>,
+    /// Not empty, no whitespace or control characters.
+    prefix: Arc<str>,
+    write: Script,
+    append: Script,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("address", &self.shown)
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
+
+impl RedisStore {
+    /// A store at `url` (`redis://[user:password@]host[:port][/db]`, or
+    /// `redis+unix:///path/to/socket`), naming key `k` `{prefix}:{k}`.
+    /// Nothing is connected yet; connections are made within 5 seconds or
+    /// fail.
+    ///
+    /// The prefix may not be empty, nor hold whitespace or control
+    /// characters. Anything else, and a URL that is not Redis's (or asks
+    /// for TLS, which is not built in), is [`StoreError::Refused`]; the
+    /// messages never show a password.
+    ///
+    /// ```
+    /// use ferry::entity::{RedisStore, StoreError};
+    ///
+    /// let store = RedisStore::new("redis://:secret@localhost:6379/2", "accounts").unwrap();
+    /// assert!(!format!("{store:?}").contains("secret"));
+    ///
+    /// let Err(StoreError::Refused(why)) = RedisStore::new("postgres://ferry:secret@localhost/app", "accounts")
+    /// else { panic!("a PostgreSQL URL is not Redis's") };
+    /// assert!(why.contains("not a Redis URL") && !why.contains("secret"));
+    ///
+    /// assert!(RedisStore::new("redis://localhost", "").is_err());
+    /// assert!(RedisStore::new("redis://localhost", "my accounts").is_err());
+    /// ```
+    pub fn new(url: &str, prefix: &str) -> Result<RedisStore, StoreError> {
+        check_prefix(prefix)?;
+        let shown = redact(url);
+        let client = open_client(url, &shown)?;
+        Ok(RedisStore {
+            client,
+            shown: shown.into(),
+            prefix: prefix.into(),
+            write: Script::new(WRITE_SCRIPT),
+            append: Script::new(APPEND_SCRIPT),
+        })
+    }
+
+    /// The name of `key`'s hash: `{prefix}:{key}`.
+    fn head(&self, key: &impl fmt::Display) -> String {
+        format!("{}:{key}", self.prefix)
+    }
+
+    /// The name of `key`'s list of events: `{prefix}:{key}:events`.
+    fn events(&self, key: &impl fmt::Display) -> String {
+        format!("{}:{key}{EVENTS_SUFFIX}", self.prefix)
+    }
+
+    /// A multiplexed connection, its I/O a task of the calling thread's
+    /// tokio runtime.
+    async fn open(&self) -> Result<MultiplexedConnection, StoreError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(StoreError::Broken(format!(
+                "{}: RedisStore::connect must be called inside a tokio runtime (with I/O enabled), which drives the connection",
+                self.shown
+            )));
+        }
+        // No response timeout: a write given up on by a timer may still run
+        // on the server afterwards, after its key was read back and found
+        // unchanged. A dead server closes the connection, which fails
+        // every request on it.
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(TIMEOUT))
+            .set_response_timeout(None);
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|err| {
+                StoreError::Broken(format!(
+                    "could not connect to {}: {err} ({})",
+                    self.shown,
+                    connect_hint(&err)
+                ))
+            })
+    }
+
+    /// Loads both scripts, so that the first write need not send one.
+    async fn load_scripts(&self, connection: &MultiplexedConnection) -> Result<(), StoreError> {
+        for script in [&self.write, &self.append] {
+            script
+                .prepare_invoke()
+                .load_async(&mut connection.clone())
+                .await
+                .map_err(|err| {
+                    StoreError::Broken(format!(
+                        "{}: could not load the store's Lua scripts: {err} ({})",
+                        self.shown,
+                        connect_hint(&err)
+                    ))
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl<K: fmt::Display> Store<K> for RedisStore {
+    type Connection = RedisConnection;
+
+    /// Connects (5 seconds at most) and loads the scripts. A connection
+    /// that cannot be made is [`StoreError::Broken`], its message saying
+    /// what to check. Nothing needs creating: Redis makes a key when it is
+    /// first written.
+    async fn connect(&self) -> Result<RedisConnection, StoreError> {
+        // Phase 1: the connection.
+        let connection = self.open().await?;
+        // Phase 2: the scripts, in the server's cache.
+        self.load_scripts(&connection).await?;
+        Ok(RedisConnection {
+            connection,
+            store: self.clone(),
+            failed: AtomicBool::new(false),
+        })
+    }
+}
+
+/// One shard's connection to a [`RedisStore`]: what [`Store::connect`]
+/// answers. Each request is answered within 5 seconds or fails.
+///
+/// ```no_run
+/// use ferry::entity::{Append, Connection, RedisStore, Store, StoreError};
+///
+/// # async fn run() -> Result<(), StoreError> {
+/// let store = RedisStore::new("redis://localhost:6379", "carts")?;
+/// let connection = Store::<String>::connect(&store).await?;
+/// let key = String::from("cart-1");
+/// let events = [b"added".to_vec(), b"paid".to_vec()];
+/// let append = Append { key: &key, expected: 0, epoch: 1, events: &events };
+/// // Pushed to the list `carts:cart-1:events`.
+/// assert_eq!(connection.append(&[append]).await?, vec![true]);
+/// // The head's version is the log's length.
+/// assert_eq!(connection.read(&[&key]).await?[0].version, 2);
+/// # Ok(())
+/// # }
+/// ```
+pub struct RedisConnection {
+    connection: MultiplexedConnection,
+    store: RedisStore,
+    /// Set once a request found the connection failed; from then on no
+    /// request is sent on it.
+    failed: AtomicBool,
+}
+
+impl fmt::Debug for RedisConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConnection")
+            .field("store", &self.store)
+            .field("failed", &self.failed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// What a request does to the store, which decides what its failure
+/// means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Request {
+    /// Changes nothing: a failure is never `Lost`.
+    Read,
+    /// A write or an append: may have been applied when its connection
+    /// failed.
+    Change,
+}
+
+impl<K: fmt::Display> Connection<K> for RedisConnection {
+    /// One pipeline of an `HMGET` per key.
+    async fn read(&self, keys: &[&K]) -> Result<Vec<Row>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let doing = format!("reading {} keys", keys.len());
+        self.usable(&doing)?;
+        let mut pipe = ::redis::pipe();
+        for key in keys {
+            pipe.cmd("HMGET")
+                .arg(self.store.head(key))
+                .arg("version")
+                .arg("epoch")
+                .arg("state");
+        }
+        type Held = (Option<u64>, Option<u64>, Option<Vec<u8>>);
+        let held: Vec<Held> = pipe
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.fail(&err, Request::Read, &doing))?;
+        Ok(held
+            .into_iter()
+            .map(|(version, epoch, state)| Row {
+                version: version.unwrap_or(0),
+                epoch: epoch.unwrap_or(0),
+                state,
+            })
+            .collect())
+    }
+
+    /// One run of the write script.
+    async fn write(&self, writes: &[Write<'_, K>]) -> Result<Vec<bool>, StoreError> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let doing = format!("writing {} keys", writes.len());
+        self.usable(&doing)?;
+        let mut invocation = self.store.write.prepare_invoke();
+        for write in writes {
+            invocation
+                .key(self.store.head(write.key))
+                .arg(write.expected)
+                .arg(write.version)
+                .arg(write.epoch)
+                .arg(write.state);
+        }
+        let landed = invocation
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.fail(&err, Request::Change, &doing))?;
+        self.landed(landed, writes.len(), &doing)
+    }
+
+    /// One run of the append script.
+    async fn append(&self, appends: &[Append<'_, K>]) -> Result<Vec<bool>, StoreError> {
+        if appends.is_empty() {
+            return Ok(Vec::new());
+        }
+        let doing = format!("appending to {} logs", appends.len());
+        self.usable(&doing)?;
+        let mut invocation = self.store.append.prepare_invoke();
+        for append in appends {
+            let version = moved_to(append)?;
+            invocation
+                .key(self.store.head(append.key))
+                .key(self.store.events(append.key))
+                .arg(append.expected)
+                .arg(version)
+                .arg(append.epoch)
+                .arg(append.events.len());
+            for event in append.events {
+                invocation.arg(event.as_slice());
+            }
+        }
+        let landed = invocation
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.fail(&err, Request::Change, &doing))?;
+        self.landed(landed, appends.len(), &doing)
+    }
+}
+
+impl RedisConnection {
+    /// `Broken`, unsent, if the connection failed before.
+    fn usable(&self, doing: &str) -> Result<(), StoreError> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Err(StoreError::Broken(format!(
+                "{}: not {doing}: this connection failed earlier and must be made again",
+                self.store.shown
+            )));
+        }
+        Ok(())
+    }
+
+    /// What `err` of a `request` means (see the module docs); a failed
+    /// connection is marked so.
+    fn fail(&self, err: &RedisError, request: Request, doing: &str) -> StoreError {
+        if connection_failed(err) {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+        classify(
+            err,
+            request,
+            format!("{}: {doing}: {err}", self.store.shown),
+        )
+    }
+
+    /// A script's answer as one flag per key; an answer of another length
+    /// is `Lost` (the script ran, what it did is unknown).
+    fn landed(&self, answer: Vec<i64>, keys: usize, doing: &str) -> Result<Vec<bool>, StoreError> {
+        if answer.len() != keys {
+            return Err(StoreError::Lost(format!(
+                "{}: {doing}: the script answered {} flags for {keys} keys",
+                self.store.shown,
+                answer.len()
+            )));
+        }
+        Ok(answer.into_iter().map(|flag| flag == 1).collect())
+    }
+}
+
+/// The version an append moves its log to: `expected` plus its events;
+/// `Refused` (nothing sent) past `u64::MAX`.
+fn moved_to<K: fmt::Display>(append: &Append<'_, K>) -> Result<u64, StoreError> {
+    u64::try_from(append.events.len())
+        .ok()
+        .and_then(|count| append.expected.checked_add(count))
+        .ok_or_else(|| {
+            StoreError::Refused(format!(
+                "key {}: {} events after version {} pass the largest version",
+                append.key,
+                append.events.len(),
+                append.expected
+            ))
+        })
+}
+
+/// Whether the connection itself failed: I/O, closed, or no answer in time.
+fn connection_failed(err: &RedisError) -> bool {
+    err.is_io_error() || err.is_connection_dropped() || err.is_timeout()
+}
+
+/// Whether the server answered with an error (possibly inside a pipeline).
+fn server_said(err: &RedisError) -> bool {
+    matches!(err.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
+}
+
+/// The store's error for `err` of a `request`, said as `why`.
+fn classify(err: &RedisError, request: Request, why: String) -> StoreError {
+    match (connection_failed(err), request) {
+        (true, Request::Read) => StoreError::Broken(why),
+        (true, Request::Change) => StoreError::Lost(why),
+        (false, _) if server_said(err) => StoreError::Refused(why),
+        // An answer of the wrong shape: a read changed nothing; a change's
+        // script ran, and what it did is unknown.
+        (false, Request::Read) => StoreError::Refused(why),
+        (false, Request::Change) => StoreError::Lost(why),
+    }
+}
+
+/// What to check when connecting failed with `err`.
+fn connect_hint(err: &RedisError) -> &'static str {
+    let auth = err.kind() == ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
+    if auth {
+        "check the user and password in the URL, and that the user may run EVALSHA, SCRIPT, HMGET, HSET, HDEL, TYPE and RPUSH"
+    } else if err.is_timeout() {
+        "no answer within 5 seconds: is the host reachable, and the server not stalled?"
+    } else {
+        "is redis-server running there, and are the URL's host and port right?"
+    }
+}
+
+/// A client for `url` (shown as `shown`), if it is a Redis URL.
+fn open_client(url: &str, shown: &str) -> Result<Client, StoreError> {
+    if url.starts_with("rediss://") {
+        return Err(StoreError::Refused(format!(
+            "{shown}: TLS (rediss://) is not built into RedisStore; use redis:// (through a TLS tunnel if needed)"
+        )));
+    }
+    let expected = "expected redis://[user:password@]host[:port][/db] or redis+unix:///path";
+    if !SCHEMES.iter().any(|scheme| url.starts_with(scheme)) {
+        return Err(StoreError::Refused(format!(
+            "{shown} is not a Redis URL ({expected})"
+        )));
+    }
+    // The crate's parse errors are fixed texts: no part of the URL in them.
+    Client::open(url).map_err(|err| {
+        StoreError::Refused(format!(
+            "{shown} is not a Redis URL that can be used: {err} ({expected})"
+        ))
+    })
+}
+
+/// Refuses an empty prefix, or one with whitespace or control characters.
+fn check_prefix(prefix: &str) -> Result<(), StoreError> {
+    if prefix.is_empty() {
+        return Err(StoreError::Refused(
+            "the key prefix is empty: give the store's own prefix, such as `accounts`".into(),
+        ));
+    }
+    if prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(StoreError::Refused(format!(
+            "the key prefix {prefix:?} holds whitespace or control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// `url` as it may be shown. Everything between `://` and the last `@`
+/// (user and password) becomes `***`, and a query or fragment (a Unix
+/// socket's URL may carry `pass=` there) becomes `?…`. A string with no
+/// `://` is not shown at all.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "the URL given".into();
+    };
+    let (credentials, place) = match rest.rsplit_once('@') {
+        Some((_, place)) => ("***@", place),
+        None => ("", rest),
+    };
+    match place.find(['?', '#']) {
+        Some(end) => format!("{scheme}://{credentials}{}?…", &place[..end]),
+        None => format!("{scheme}://{credentials}{place}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(result: Result<RedisStore, StoreError>) -> String {
+        match result {
+            Err(StoreError::Refused(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn urls_are_shown_without_credentials() {
+        let cases = [
+            ("redis://localhost:6379/0", "redis://localhost:6379/0"),
+            ("redis://:secret@host:1", "redis://***@host:1"),
+            ("redis://user:se@cr/et@host", "redis://***@host"),
+            (
+                "redis+unix:///run/r.sock?pass=secret",
+                "redis+unix:///run/r.sock?…",
+            ),
+            ("user:secret@host", "the URL given"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn new_takes_redis_urls_and_refuses_others() {
+        let store = RedisStore::new("redis://u:secret@127.0.0.1:6390/3", "app:accounts").unwrap();
+        let debug = format!("{store:?}");
+        assert!(debug.contains("127.0.0.1:6390") && debug.contains("app:accounts"));
+        assert!(!debug.contains("secret"), "{debug}");
+        assert!(RedisStore::new("redis+unix:///tmp/redis.sock", "p").is_ok());
+        for url in [
+            "postgres://u:secret@host/db",
+            "http://secret@host",
+            "localhost:6379",
+            "rediss://:secret@host",
+        ] {
+            let why = refused(RedisStore::new(url, "p"));
+            assert!(!why.contains("secret"), "{url}: {why}");
+        }
+        assert!(refused(RedisStore::new("ftp://h", "p")).contains("not a Redis URL"));
+        assert!(refused(RedisStore::new("rediss://h", "p")).contains("TLS"));
+    }
+
+    #[test]
+    fn prefixes_must_be_plain() {
+        for prefix in ["", "two words", "tab\t", "line\n", "bell\u{7}"] {
+            refused(RedisStore::new("redis://localhost", prefix));
+        }
+        assert!(RedisStore::new("redis://localhost", "a:b-c_d.e").is_ok());
+    }
+
+    #[test]
+    fn names_follow_the_prefix() {
+        let store = RedisStore::new("redis://localhost", "carts").unwrap();
+        assert_eq!(store.head(&7_u64), "carts:7");
+        assert_eq!(store.head(&"cart-1"), "carts:cart-1");
+        assert_eq!(store.events(&"cart-1"), "carts:cart-1:events");
+    }
+
+    #[test]
+    fn an_append_s_version_counts_its_events() {
+        let events = [b"a".to_vec(), b"b".to_vec()];
+        let append = Append {
+            key: &1_u8,
+            expected: 4,
+            epoch: 0,
+            events: &events,
+        };
+        assert_eq!(moved_to(&append), Ok(6));
+        let full = Append {
+            expected: u64::MAX - 1,
+            ..append
+        };
+        assert!(matches!(moved_to(&full), Err(StoreError::Refused(_))));
+    }
+
+    #[test]
+    fn failures_are_told_apart() {
+        let io = |kind| RedisError::from(std::io::Error::from(kind));
+        let server = ::redis::make_extension_error("WRONGTYPE".into(), Some("a list".into()));
+        let shape = RedisError::from((ErrorKind::UnexpectedReturnType, "not a row"));
+        let cases = [
+            (io(std::io::ErrorKind::BrokenPipe), Request::Read, "Broken"),
+            (io(std::io::ErrorKind::BrokenPipe), Request::Change, "Lost"),
+            (io(std::io::ErrorKind::TimedOut), Request::Read, "Broken"),
+            (io(std::io::ErrorKind::TimedOut), Request::Change, "Lost"),
+            (server.clone(), Request::Read, "Refused"),
+            (server, Request::Change, "Refused"),
+            (shape.clone(), Request::Read, "Refused"),
+            (shape, Request::Change, "Lost"),
+        ];
+        for (err, request, expected) in cases {
+            let said = match classify(&err, request, String::new()) {
+                StoreError::Refused(_) => "Refused",
+                StoreError::Broken(_) => "Broken",
+                StoreError::Lost(_) => "Lost",
+            };
+            assert_eq!(said, expected, "{err} on {request:?}");
+        }
+    }
+
+    #[test]
+    fn scripts_share_the_epoch_judge() {
+        for script in [WRITE_SCRIPT, APPEND_SCRIPT] {
+            assert!(script.contains("local function at_most(a, b)"));
+            assert!(script.contains("at_most(row[2], epoch)"));
+        }
+    }
+
+    #[test]
+    fn connecting_outside_tokio_is_broken_and_says_why() {
+        let store = RedisStore::new("redis://127.0.0.1:1", "p").unwrap();
+        let connected = futures::executor::block_on(Store::<u64>::connect(&store));
+        match connected {
+            Err(StoreError::Broken(why)) => assert!(why.contains("tokio runtime"), "{why}"),
+            other => panic!("expected Broken, got {other:?}"),
+        }
+    }
+}
