@@ -15,6 +15,8 @@
 //!   is one read and one write;
 //! - a write held up on its way, that lands only after its key was read
 //!   back and found unchanged (so it was sent again), is applied once;
+//! - a lost write whose key another writer moved to the same version and
+//!   epoch is `Unknown`, not applied;
 //! - a lost write that cannot be looked up within `resolve_within` is
 //!   answered `Unknown`, never `NotApplied`; a write from a stale owner is
 //!   `Fenced`, and nothing of it is applied;
@@ -275,6 +277,30 @@ fn a_write_landing_late_is_applied_once(runtime: Runtime) {
     assert_eq!(accounts.submit_blocking(1, 1), Ok(6));
 }
 on_each_runtime!(a_write_landing_late_is_applied_once);
+
+fn a_lost_write_and_another_writer_is_unknown(runtime: Runtime) {
+    let store = MemoryStore::<u32>::new();
+    let accounts = accounts(runtime, &store, Options::default());
+    assert_eq!(accounts.submit_blocking(2, 5), Ok(5));
+    let (toucher, mut first) = (store.clone(), true);
+    // The next write is lost on its way, and meanwhile another writer
+    // moves the key on to the very version that write would have made,
+    // at the same epoch: only the state tells them apart.
+    store.faults(move |request| {
+        if request != Request::Write || !first {
+            return None;
+        }
+        first = false;
+        toucher.write_outside(2, |row: &mut Row| row.version += 1);
+        Some(Fault::LoseRequest)
+    });
+    match accounts.submit_blocking(2, 1) {
+        Err(EntityError::Unknown(why)) => assert!(why.contains("another writer"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.row(&2).unwrap().state.as_deref(), Some(&b"5"[..]));
+}
+on_each_runtime!(a_lost_write_and_another_writer_is_unknown);
 
 fn a_stale_owner_is_fenced_and_applies_nothing(runtime: Runtime) {
     let store = MemoryStore::<u32>::new();

@@ -262,7 +262,7 @@ fn answer<I, O, R>(
     match outcome {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(refused)) => Err(EntityError::Refused(refused)),
-        Err(err) => Err(EntityError::of(err)),
+        Err(err) => Err(EntityError::from(err)),
     }
 }
 

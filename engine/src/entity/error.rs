@@ -96,9 +96,22 @@ impl<I, R> EntityError<I, R> {
             EntityError::Engine(err) => !matches!(err, FerryError::Aborted),
         }
     }
+}
 
-    /// The caller's error for what the engine answered.
-    pub(crate) fn of(err: FerryError<I, Failure>) -> Self {
+/// The caller's error for what the engine underneath answered (for its
+/// `submit_many`, say).
+///
+/// ```
+/// use ferry::entity::{EntityError, Failure};
+/// use ferry::FerryError;
+///
+/// let unknown: EntityError<u8, String> = FerryError::Failed(Failure::Unknown("lost".into())).into();
+/// assert_eq!(unknown, EntityError::Unknown("lost".into()));
+/// let aborted: EntityError<u8, String> = FerryError::Aborted.into();
+/// assert_eq!(aborted, EntityError::Engine(FerryError::Aborted));
+/// ```
+impl<I, R> From<FerryError<I, Failure>> for EntityError<I, R> {
+    fn from(err: FerryError<I, Failure>) -> Self {
         match err {
             FerryError::Failed(Failure::NotApplied(why)) => EntityError::NotApplied(why),
             FerryError::Failed(Failure::Unknown(why)) => EntityError::Unknown(why),

@@ -213,6 +213,36 @@ impl PostgresStore {
         })
     }
 
+    /// A store reached with `config` (for settings a URL does not carry),
+    /// in table `table`; refused as [`new`](Self::new) refuses a table
+    /// name. A connect timeout of 5 seconds is set unless `config` has one.
+    ///
+    /// ```
+    /// use ferry::entity::PostgresStore;
+    ///
+    /// let mut config = tokio_postgres::Config::new();
+    /// config.host("127.0.0.1").port(5433).user("ferry").dbname("app");
+    /// let store = PostgresStore::from_config(config, "accounts").unwrap();
+    /// assert!(format!("{store:?}").contains("127.0.0.1:5433"));
+    /// ```
+    pub fn from_config(mut config: Config, table: &str) -> Result<PostgresStore, StoreError> {
+        check_table_name(table)?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let host = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+            Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+            None => "localhost".to_string(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        Ok(PostgresStore {
+            shown: format!("postgres://{host}:{port}"),
+            config,
+            table: table.to_string(),
+        })
+    }
+
     /// A session of its own, its I/O a task of the calling thread's tokio
     /// runtime.
     async fn open_session(&self) -> Result<Client, StoreError> {

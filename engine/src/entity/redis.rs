@@ -233,6 +233,32 @@ impl RedisStore {
         })
     }
 
+    /// A store reached through `client` (built from a
+    /// `redis::ConnectionInfo`, for settings a URL does not carry), under
+    /// `prefix`; refused as [`new`](Self::new) refuses a prefix.
+    ///
+    /// ```
+    /// use ferry::entity::RedisStore;
+    ///
+    /// let client = redis::Client::open("redis://127.0.0.1:6379/2").unwrap();
+    /// let store = RedisStore::from_client(client, "carts").unwrap();
+    /// assert!(format!("{store:?}").contains("127.0.0.1:6379"));
+    /// ```
+    pub fn from_client(client: Client, prefix: &str) -> Result<RedisStore, StoreError> {
+        check_prefix(prefix)?;
+        let shown = match client.get_connection_info().addr() {
+            ::redis::ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}"),
+            other => format!("redis at {other}"),
+        };
+        Ok(RedisStore {
+            client,
+            shown: shown.into(),
+            prefix: prefix.into(),
+            write: Script::new(WRITE_SCRIPT),
+            append: Script::new(APPEND_SCRIPT),
+        })
+    }
+
     /// The name of `key`'s hash: `{prefix}:{key}`.
     fn head(&self, key: &impl fmt::Display) -> String {
         format!("{}:{key}", self.prefix)

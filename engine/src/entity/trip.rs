@@ -82,6 +82,10 @@ struct Sent<B, Out> {
     epoch: u64,
     outs: Vec<Out>,
     after: B,
+    /// The encoded state it wrote, kept once its reply is lost: another
+    /// writer may have left the key at the same version and epoch, but not
+    /// with this state unless it wrote what this write did.
+    state: Option<Vec<u8>>,
 }
 
 /// A key's write of this round.
@@ -277,6 +281,7 @@ where
                         epoch,
                         outs: applied.outs,
                         after: applied.after,
+                        state: None,
                     },
                 }),
             }
@@ -295,7 +300,8 @@ where
     ) -> Option<Known<Sh::Base>> {
         let counts = &self.settings.counts;
         if let Some(sent) = run.lost.take() {
-            if row.version == sent.version && row.epoch == sent.epoch {
+            let same_state = sent.state.is_none() || row.state == sent.state;
+            if row.version == sent.version && row.epoch == sent.epoch && same_state {
                 Counts::add(&counts.found_landed, 1);
                 self.land(run, sent);
                 return None;
@@ -424,18 +430,28 @@ where
                 for sending in sending {
                     let run = &mut runs[sending.run];
                     memory.forget(&run.key);
-                    run.lost = Some(sending.sent);
+                    let mut sent = sending.sent;
+                    if let Change::State(state) = sending.change {
+                        sent.state = Some(state);
+                    }
+                    run.lost = Some(sent);
                 }
             }
             Err(err) => {
                 let failure = answer_for(&err);
-                if matches!(failure, Failure::Unknown(_)) {
-                    Counts::add(&counts.unknown, sending.len() as u64);
-                }
                 let mut memory = self.memory.borrow_mut();
                 for sending in sending {
                     let run = &mut runs[sending.run];
                     memory.forget(&run.key);
+                    if let Some(earlier) = run.suspect.take() {
+                        // This one was not applied, but an earlier copy,
+                        // lost, may still land: look for it.
+                        run.lost = Some(earlier);
+                        continue;
+                    }
+                    if matches!(failure, Failure::Unknown(_)) {
+                        Counts::add(&counts.unknown, 1);
+                    }
                     run.answer = Some(Err(failure.clone()));
                 }
             }
@@ -483,6 +499,10 @@ where
         let now = Instant::now();
         for &at in at {
             let run = &mut runs[at];
+            if run.lost.is_none() {
+                // An earlier copy of its write, lost, may still land.
+                run.lost = run.suspect.take();
+            }
             if run.lost.is_none() {
                 run.answer = Some(Err(Failure::NotApplied(err.to_string().into())));
             } else if give_up.is_none_or(|give_up| now >= give_up) {
