@@ -247,12 +247,15 @@ fn measure<S: System>(
         system.close();
     }
     let injected = injected.map_err(|problem| format!("{name}: {problem}"))?;
-    let conflicts = store.conflicts() - before.conflicts;
+    let entity = system.entity_stats().unwrap_or_default();
+    let conflicts = store.conflicts() - before.conflicts + entity.conflicts;
     // Read back once the system is closed, so no batch is still writing.
     let held: Contents = store.contents()?.since(before.held);
     let lateness = store.take_lateness();
     let mut result = RunResult::new(name, shards, &measured, conflicts, held, &lateness);
     result.resolutions = resolutions().since(before.resolutions);
+    result.resolutions.landed += entity.found_landed;
+    result.resolutions.sent += entity.found_absent;
     result.runtime = system.runtime().map(|runtime| runtime.to_string());
     result.runtime_reason = system.runtime_reason();
     result.sched_slice = sched::describe(&slices);

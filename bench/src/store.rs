@@ -59,8 +59,13 @@ pub(crate) mod on_redis;
 pub mod resolve;
 pub mod sim;
 
-pub use on_postgres::{PgConnection, PgStore, TABLE as POSTGRES_TABLE};
-pub use on_redis::{RedisConnection, RedisStore, KEY_PREFIX as REDIS_KEY_PREFIX};
+pub use on_postgres::{
+    PgConnection, PgStore, ENTITY_TABLE as POSTGRES_ENTITY_TABLE, TABLE as POSTGRES_TABLE,
+};
+pub use on_redis::{
+    RedisConnection, RedisStore, ENTITY_PREFIX as REDIS_ENTITY_PREFIX,
+    KEY_PREFIX as REDIS_KEY_PREFIX,
+};
 pub use resolve::{resolutions, Fence, Resolutions, Resolved};
 use sim::SimStore;
 
@@ -437,6 +442,18 @@ impl Store {
         }
     }
 
+    /// Where ferry's systems keep their keys on a real store, through
+    /// `ferry::entity` (a table, or a key prefix, of their own, read back
+    /// with the rest); `None` for the sim, whose ferry batches call it
+    /// directly.
+    pub fn entity_store(self) -> Option<Result<EntityStore, String>> {
+        match self {
+            Store::Sim(_) => None,
+            Store::Postgres(pg) => Some(pg.entity_store().map(EntityStore::Postgres)),
+            Store::Redis(redis) => Some(redis.entity_store().map(EntityStore::Redis)),
+        }
+    }
+
     /// The simulated store, if this is it.
     pub fn as_sim(self) -> Option<&'static SimStore> {
         match self {
@@ -589,6 +606,15 @@ impl Store {
             Store::Redis(redis) => redis.remove(),
         }
     }
+}
+
+/// A real store as `ferry::entity` reaches it.
+#[derive(Clone, Debug)]
+pub enum EntityStore {
+    /// A PostgreSQL table.
+    Postgres(ferry::entity::PostgresStore),
+    /// Redis hashes under a prefix.
+    Redis(ferry::entity::RedisStore),
 }
 
 /// The future of one batch: the sim's as it is, a real store's boxed.

@@ -34,6 +34,12 @@ use super::{
 /// The table `ferry-load` creates, resets, reads back and drops.
 pub const TABLE: &str = "ferry_load_keys";
 
+/// The table of ferry's own systems, written through `ferry::entity`'s
+/// `PostgresStore` (which creates it, with `{ENTITY_TABLE}_events`); a
+/// key's state is its value as JSON. Dropped at each reset, read back
+/// beside [`TABLE`].
+pub const ENTITY_TABLE: &str = "ferry_load_entities";
+
 /// The unkeyed stream's row.
 const STREAM_KEY: i64 = -1;
 
@@ -155,7 +161,7 @@ impl PgStore {
     /// filled again, so no run inherits another's dead row versions.
     pub(super) fn reset(&self) -> Result<(), String> {
         let fill = format!(
-            "BEGIN; TRUNCATE {TABLE}; \
+            "BEGIN; DROP TABLE IF EXISTS {ENTITY_TABLE}, {ENTITY_TABLE}_events; TRUNCATE {TABLE}; \
              INSERT INTO {TABLE} (key, version, value) SELECT k, 0, 0 FROM generate_series({STREAM_KEY}, {}) AS k; \
              COMMIT; ANALYZE {TABLE}",
             self.keys as i64 - 1
@@ -201,10 +207,62 @@ impl PgStore {
                 self.keys + 1
             ));
         }
+        let entities = self.entity_contents(&admin)?;
         Ok(Contents {
-            inputs: column(1)? as u64,
-            sum: column(2)? as u64,
+            inputs: column(1)? as u64 + entities.inputs,
+            sum: (column(2)? as u64).wrapping_add(entities.sum),
         })
+    }
+
+    /// What ferry's systems wrote to [`ENTITY_TABLE`] (nothing if it is
+    /// not there): versions added, and values (JSON numbers) added,
+    /// wrapping as the other table's sums do.
+    fn entity_contents(&self, admin: &Admin) -> Result<Contents, String> {
+        let sql = format!(
+            "SELECT coalesce(sum(version), 0)::text, \
+                    coalesce(sum(convert_from(state, 'UTF8')::numeric) % 18446744073709551616, 0)::text \
+             FROM {ENTITY_TABLE}"
+        );
+        let exists = admin
+            .runtime
+            .block_on(admin.client.query_one(
+                &format!("SELECT to_regclass('{ENTITY_TABLE}') IS NOT NULL"),
+                &[],
+            ))
+            .and_then(|row| row.try_get::<_, bool>(0))
+            .map_err(|err| format!("{}: {}", self.shown, said(&err)))?;
+        if !exists {
+            return Ok(Contents::default());
+        }
+        let row = admin
+            .runtime
+            .block_on(admin.client.query_one(&sql, &[]))
+            .map_err(|err| {
+                format!(
+                    "{}: could not read table {ENTITY_TABLE} back: {}",
+                    self.shown,
+                    said(&err)
+                )
+            })?;
+        let number = |index: usize| -> Result<u64, String> {
+            let text: String = row.try_get(index).map_err(|err| said(&err))?;
+            text.parse()
+                .map_err(|err| format!("{ENTITY_TABLE}: `{text}` is not a count: {err}"))
+        };
+        Ok(Contents {
+            inputs: number(0)?,
+            sum: number(1)?,
+        })
+    }
+
+    /// The `ferry::entity` store of ferry's systems: on [`ENTITY_TABLE`],
+    /// through `--fault`'s proxy once routed.
+    pub(super) fn entity_store(&self) -> Result<ferry::entity::PostgresStore, String> {
+        let config = lock(&self.routed)
+            .clone()
+            .unwrap_or_else(|| self.config.clone());
+        ferry::entity::PostgresStore::from_config(config, ENTITY_TABLE)
+            .map_err(|err| err.to_string())
     }
 
     /// Drops the table.
@@ -212,11 +270,9 @@ impl PgStore {
         let admin = lock(&self.admin);
         admin
             .runtime
-            .block_on(
-                admin
-                    .client
-                    .batch_execute(&format!("DROP TABLE IF EXISTS {TABLE}")),
-            )
+            .block_on(admin.client.batch_execute(&format!(
+                "DROP TABLE IF EXISTS {TABLE}, {ENTITY_TABLE}, {ENTITY_TABLE}_events"
+            )))
             .map_err(|err| {
                 format!(
                     "{}: could not drop table {TABLE}: {}",

@@ -35,6 +35,12 @@ use super::{
 /// The prefix of every key `ferry-load` writes.
 pub const KEY_PREFIX: &str = "ferry-load:";
 
+/// The prefix of ferry's own systems, written through `ferry::entity`'s
+/// `RedisStore`: key `k` is the hash `ferry-load-entity:{k}` (fields
+/// `version`, `epoch`, `state`, the value as JSON). Deleted at each reset,
+/// read back beside the others.
+pub const ENTITY_PREFIX: &str = "ferry-load-entity";
+
 /// The unkeyed stream's hash.
 const STREAM: &str = "ferry-load:stream";
 
@@ -223,8 +229,12 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Every key, and the stream, to version 0 and value 0.
+    /// Every key, and the stream, to version 0 and value 0; ferry's own
+    /// keys deleted.
     pub(super) fn reset(&self) -> Result<(), String> {
+        self.each_entity_chunk("reset", |pipe, key| {
+            pipe.cmd("UNLINK").arg(key).ignore();
+        })?;
         self.each_chunk("reset", |pipe, key| {
             pipe.cmd("HSET")
                 .arg(key)
@@ -249,22 +259,73 @@ impl RedisStore {
             contents.inputs += version.unwrap_or(0);
             contents.sum = contents.sum.wrapping_add(value.unwrap_or(0));
         }
+        let replies = self.each_entity_chunk("read back", |pipe, key| {
+            pipe.cmd("HMGET").arg(key).arg("version").arg("state");
+        })?;
+        for reply in replies {
+            let (version, state): (Option<u64>, Option<String>) = redis::from_redis_value(reply)
+                .map_err(|err| format!("{}: reading ferry's keys back: {err}", self.shown))?;
+            let value: u64 = match state {
+                Some(text) => text.parse().map_err(|err| {
+                    format!("{}: a state `{text}` is not a value: {err}", self.shown)
+                })?,
+                None => 0,
+            };
+            contents.inputs += version.unwrap_or(0);
+            contents.sum = contents.sum.wrapping_add(value);
+        }
         Ok(contents)
     }
 
-    /// Deletes every key and the stream.
+    /// The `ferry::entity` store of ferry's systems, under
+    /// [`ENTITY_PREFIX`], through `--fault`'s proxy once routed.
+    pub(super) fn entity_store(&self) -> Result<ferry::entity::RedisStore, String> {
+        let client = lock(&self.routed)
+            .clone()
+            .unwrap_or_else(|| self.client.clone());
+        ferry::entity::RedisStore::from_client(client, ENTITY_PREFIX).map_err(|err| err.to_string())
+    }
+
+    /// [`each_chunk`](Self::each_chunk) over ferry's own keys.
+    fn each_entity_chunk(
+        &self,
+        what: &str,
+        command: impl Fn(&mut redis::Pipeline, &str),
+    ) -> Result<Vec<redis::Value>, String> {
+        let names = (0..self.keys).map(|key| format!("{ENTITY_PREFIX}:{key}"));
+        self.pipelined(what, names, command)
+    }
+
+    /// Deletes every key and the stream, ferry's own too.
     pub(super) fn remove(&self) -> Result<(), String> {
+        self.each_entity_chunk("delete", |pipe, key| {
+            pipe.cmd("UNLINK").arg(key).ignore();
+        })?;
         self.each_chunk("delete", |pipe, key| {
             pipe.cmd("UNLINK").arg(key).ignore();
         })
         .map(drop)
     }
 
-    /// Sends one command per key and the stream, `KEYS_PER_PIPELINE` at a
-    /// time, on the store's own connection; answers the replies not ignored.
+    /// Sends one command per key and the stream, on the store's own
+    /// connection; answers the replies not ignored.
     fn each_chunk(
         &self,
         what: &str,
+        command: impl Fn(&mut redis::Pipeline, &str),
+    ) -> Result<Vec<redis::Value>, String> {
+        let names = (0..self.keys)
+            .map(key_name)
+            .chain(std::iter::once(STREAM.to_string()));
+        self.pipelined(what, names, command)
+    }
+
+    /// One command per name of `names`, `KEYS_PER_PIPELINE` at a time, on
+    /// the store's own connection; answers the replies not ignored.
+    fn pipelined(
+        &self,
+        what: &str,
+        names: impl Iterator<Item = String>,
         command: impl Fn(&mut redis::Pipeline, &str),
     ) -> Result<Vec<redis::Value>, String> {
         let mut admin = lock(&self.admin);
@@ -273,23 +334,16 @@ impl RedisStore {
             connection,
         } = &mut *admin;
         let mut replies = Vec::new();
-        let mut start = 0;
-        let mut stream_done = false;
-        while !stream_done {
-            let end = (start + KEYS_PER_PIPELINE).min(self.keys);
+        let mut names = names.peekable();
+        while names.peek().is_some() {
             let mut pipe = redis::pipe();
-            for key in start..end {
-                command(&mut pipe, &key_name(key));
-            }
-            if end == self.keys {
-                command(&mut pipe, STREAM);
-                stream_done = true;
+            for name in names.by_ref().take(KEYS_PER_PIPELINE as usize) {
+                command(&mut pipe, &name);
             }
             let chunk: Vec<redis::Value> = runtime
                 .block_on(pipe.query_async(connection))
                 .map_err(|err| format!("{}: could not {what} the keys: {err}", self.shown))?;
             replies.extend(chunk);
-            start = end;
         }
         Ok(replies)
     }

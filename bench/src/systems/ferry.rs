@@ -5,6 +5,12 @@
 //! trip of up to `max_trip_batches` keys, `max_trips_in_flight` trips in
 //! flight per shard.
 //!
+//! On a real store both go through `ferry::entity`: the library's
+//! `PostgresStore` or `RedisStore` on a table (key prefix) of their own, a
+//! fold that adds each input to its key's value, `ferry` as trips of one
+//! batch. Only the control without the fence (`--no-fence`) keeps the
+//! path below, a blind retry being no part of the library.
+//!
 //! Each shard makes its own connection to the store in the engine's
 //! factory (`try_start`), on the shard's own thread, and every batch of the
 //! shard goes through it. A real store's client is tokio-based and needs a
@@ -19,16 +25,21 @@
 
 use crate::event_time;
 use crate::overload;
-use futures::future::Map;
+use futures::future::{Either, Map};
 use futures::{FutureExt, StreamExt};
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{ready, Context, Poll};
 
+use ferry::entity::{Entities, EntityError, EntitySubmit, Options};
 use ferry::{Builder, Engine, FerryError, Reconnect, Runtime, StartError};
 
-use crate::store::{Connection, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX};
+use crate::store::{
+    Connection, EntityStore, Fence, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX,
+};
 use crate::systems::lost_writes::Retry;
 use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System, SystemKind};
 
@@ -66,9 +77,16 @@ type FerryOutcome = Result<u64, FerryError<u64, StoreError>>;
 /// The engine under load.
 #[derive(Debug)]
 pub struct FerrySystem {
-    engine: Engine<u64, u64, u64, StoreError>,
+    served: Served,
     /// Why `--runtime auto` gave the shards tokio, if it did.
     why_tokio: Option<String>,
+}
+
+/// The engine itself, or on a real store the library's entities.
+#[derive(Debug)]
+enum Served {
+    Engine(Engine<u64, u64, u64, StoreError>),
+    Entities(Entities<u64, u64, u64, Infallible>),
 }
 
 impl FerrySystem {
@@ -82,6 +100,9 @@ impl FerrySystem {
         store: Store,
         kind: SystemKind,
     ) -> Result<Self, String> {
+        if let (Some(entity_store), Fence::On) = (store.entity_store(), settings.fence) {
+            return Self::start_entities(settings, shards, store, kind, entity_store?);
+        }
         let retry = Retry {
             fence: settings.fence,
             within: settings.retry_unknown,
@@ -132,13 +153,46 @@ impl FerrySystem {
         Ok(Self::of(engine, settings.runtime, store))
     }
 
-    /// The engine's settings for `kind` (see [`FerrySystem::start`]).
-    fn builder(
+    /// `kind` on a real store, through `ferry::entity` (see the module
+    /// docs).
+    fn start_entities(
         settings: &Settings,
         shards: usize,
         store: Store,
         kind: SystemKind,
-    ) -> Result<Builder<u64, u64, u64, StoreError>, String> {
+        entity_store: EntityStore,
+    ) -> Result<Self, String> {
+        let (slots, per_trip) = match kind {
+            SystemKind::FerryTrips => (settings.max_trips_in_flight, settings.max_trip_batches),
+            _ => (settings.max_in_flight_batches, 1),
+        };
+        let builder = Self::builder(settings, shards, store, kind)?
+            .max_in_flight_batches(slots)
+            .max_trip_batches(per_trip);
+        let options = Options::default().resolve_within(settings.retry_unknown);
+        let started = match entity_store {
+            EntityStore::Postgres(pg) => builder.start_entities_with(pg, add, options),
+            EntityStore::Redis(redis) => builder.start_entities_with(redis, add, options),
+        };
+        let entities = started.map_err(|err| in_flags(&err.to_string()))?;
+        let why_tokio = why_tokio(settings.runtime, store, entities.engine().runtime_reason());
+        Ok(Self {
+            served: Served::Entities(entities),
+            why_tokio,
+        })
+    }
+
+    /// The engine's settings for `kind` (see [`FerrySystem::start`]).
+    fn builder<O, E>(
+        settings: &Settings,
+        shards: usize,
+        store: Store,
+        kind: SystemKind,
+    ) -> Result<Builder<u64, u64, O, E>, String>
+    where
+        O: Send + 'static,
+        E: Clone + Send + 'static,
+    {
         let builder = shard_settings(Engine::builder(), settings, shards, store)?;
         let builder = match event_time::ferry_order() {
             Some((order, refuse_late)) => builder.order(order).refuse_late(refuse_late),
@@ -154,7 +208,54 @@ impl FerrySystem {
 
     fn of(engine: Engine<u64, u64, u64, StoreError>, asked: Runtime, store: Store) -> Self {
         let why_tokio = why_tokio(asked, store, engine.runtime_reason());
-        Self { engine, why_tokio }
+        Self {
+            served: Served::Engine(engine),
+            why_tokio,
+        }
+    }
+}
+
+/// The fold of ferry's systems on a real store: each input added to its
+/// key's value (wrapping, as every store's sum does), answered with the new
+/// value.
+fn add(value: &mut u64, input: &u64) -> Result<u64, Infallible> {
+    overload::note_sent(std::slice::from_ref(input));
+    *value = value.wrapping_add(*input);
+    Ok(*value)
+}
+
+/// How the load counts an entity engine's outcome.
+fn entity_outcome(answer: Result<u64, EntityError<u64, Infallible>>) -> Outcome {
+    match answer {
+        Ok(_) => Outcome::Done,
+        Err(EntityError::Unknown(_)) => Outcome::Unknown,
+        Err(EntityError::Engine(FerryError::Refused { .. } | FerryError::Late { .. })) => {
+            Outcome::Refused
+        }
+        Err(EntityError::Engine(FerryError::Expired { .. })) => Outcome::Expired,
+        Err(EntityError::Engine(FerryError::Aborted)) => Outcome::Unknown,
+        Err(_) => Outcome::Failed,
+    }
+}
+
+/// An entity engine's submit, its input noted as applied (for
+/// `--disorder`) once it is.
+#[derive(Debug)]
+pub struct Noted {
+    submit: EntitySubmit<u64, u64, Infallible>,
+    key: u64,
+    input: u64,
+}
+
+impl Future for Noted {
+    type Output = Outcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let answer = ready!(Pin::new(&mut self.submit).poll(cx));
+        if answer.is_ok() {
+            event_time::note_applied(self.key, &[self.input]);
+        }
+        Poll::Ready(entity_outcome(answer))
     }
 }
 
@@ -293,24 +394,56 @@ pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
 }
 
 impl System for FerrySystem {
-    type Submit = Map<ferry::Submit<u64, u64, StoreError>, fn(FerryOutcome) -> Outcome>;
+    type Submit =
+        Either<Map<ferry::Submit<u64, u64, StoreError>, fn(FerryOutcome) -> Outcome>, Noted>;
 
     fn submit(&self, key: u64, input: u64) -> Self::Submit {
-        self.engine
-            .submit(key, input)
-            .map(outcome as fn(FerryOutcome) -> Outcome)
+        match &self.served {
+            Served::Engine(engine) => Either::Left(
+                engine
+                    .submit(key, input)
+                    .map(outcome as fn(FerryOutcome) -> Outcome),
+            ),
+            Served::Entities(entities) => Either::Right(Noted {
+                submit: entities.submit(key, input),
+                key,
+                input,
+            }),
+        }
     }
 
     fn submit_many(&self, items: Vec<(u64, u64)>) -> Call<'_> {
-        Box::pin(
-            self.engine
-                .submit_many(items)
-                .map(|(index, answered)| (index, outcome(answered))),
-        )
+        match &self.served {
+            Served::Engine(engine) => Box::pin(
+                engine
+                    .submit_many(items)
+                    .map(|(index, answered)| (index, outcome(answered))),
+            ),
+            Served::Entities(entities) => Box::pin(entities.engine().submit_many(items).map(
+                |(index, answered)| {
+                    let answer = match answered {
+                        Ok(Ok(value)) => Ok(value),
+                        Ok(Err(never)) => match never {},
+                        Err(err) => Err(EntityError::from(err)),
+                    };
+                    (index, entity_outcome(answer))
+                },
+            )),
+        }
     }
 
     fn runtime(&self) -> Option<ferry::Runtime> {
-        Some(self.engine.runtime())
+        Some(match &self.served {
+            Served::Engine(engine) => engine.runtime(),
+            Served::Entities(entities) => entities.engine().runtime(),
+        })
+    }
+
+    fn entity_stats(&self) -> Option<ferry::entity::StoreStats> {
+        match &self.served {
+            Served::Engine(_) => None,
+            Served::Entities(entities) => Some(entities.store_stats()),
+        }
     }
 
     fn runtime_reason(&self) -> Option<String> {
@@ -318,12 +451,23 @@ impl System for FerrySystem {
     }
 
     fn engine_stats(&self) -> Option<ferry::ShardStats> {
-        Some(self.engine.stats().total())
+        Some(match &self.served {
+            Served::Engine(engine) => engine.stats().total(),
+            Served::Entities(entities) => entities.stats().total(),
+        })
     }
 
     fn close(&mut self) {
-        event_time::note_engine(&self.engine.stats().total());
-        self.engine.close();
-        self.engine.join();
+        event_time::note_engine(&self.engine_stats().unwrap_or_default());
+        match &self.served {
+            Served::Engine(engine) => {
+                engine.close();
+                engine.join();
+            }
+            Served::Entities(entities) => {
+                entities.close();
+                entities.join();
+            }
+        }
     }
 }

@@ -174,6 +174,13 @@ pub trait System: Send + Sync + 'static {
         None
     }
 
+    /// What a system of `ferry::entity` did at its store (its conflicts
+    /// and lost writes, which the store's own counters do not see);
+    /// `None` for every other system.
+    fn entity_stats(&self) -> Option<::ferry::entity::StoreStats> {
+        None
+    }
+
     /// Refuses new inputs, finishes what was admitted, and stops the
     /// system's threads. Called once the load has ended.
     fn close(&mut self);
