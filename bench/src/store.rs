@@ -66,7 +66,7 @@ pub use on_redis::{
     RedisConnection, RedisStore, ENTITY_PREFIX as REDIS_ENTITY_PREFIX,
     KEY_PREFIX as REDIS_KEY_PREFIX,
 };
-pub use resolve::{resolutions, Fence, Resolutions, Resolved};
+pub use resolve::{resolutions, Fence, Resolutions};
 use sim::SimStore;
 
 /// A batch reads and tries to write at most this many times before it fails
@@ -99,24 +99,15 @@ pub enum StoreError {
     /// applied; the connection is to be made again.
     Disconnected(String),
     /// The connection failed after the write was sent: the write may or may
-    /// not have been applied. Reading the key again tells
-    /// ([`Connection::resolve`]), given the version the write was
-    /// conditioned on; else only the read-back at the end can.
+    /// not have been applied; only reading the key back can tell (what
+    /// `ferry::entity` does for ferry's systems; for the others, the
+    /// read-back at the end).
     Unknown {
         /// What the client said.
         why: String,
         /// The version the lost write was conditioned on (a keyed write's;
         /// `None` for the unkeyed stream's append).
         from: Option<u64>,
-    },
-    /// A lost write was looked for, and its key found neither at the
-    /// write's version nor at the one it was conditioned on: another
-    /// writer moved it, and the outcome stays unknown (see [`resolve`]).
-    Moved {
-        /// The key.
-        key: u64,
-        /// The version the lost write was conditioned on.
-        from: u64,
     },
     /// No connection to send on (the store is away; a new one is being
     /// made, or waits out its backoff): nothing was sent.
@@ -152,10 +143,6 @@ impl fmt::Display for StoreError {
                 f,
                 "the connection failed after the write was sent (applied or not, unknown): {why}"
             ),
-            StoreError::Moved { key, from } => write!(
-                f,
-                "key {key} moved on from version {from} while a write's outcome was lost: another writer wrote it (applied or not, unknown)"
-            ),
             StoreError::Unreachable(message) => write!(f, "{message}"),
         }
     }
@@ -174,7 +161,7 @@ impl StoreError {
 
     /// Whether the write may have been applied though it failed.
     pub fn is_unknown(&self) -> bool {
-        matches!(self, StoreError::Unknown { .. } | StoreError::Moved { .. })
+        matches!(self, StoreError::Unknown { .. })
     }
 
     /// A real store's error before the write was sent (nothing applied):
@@ -667,24 +654,6 @@ impl Connection {
             }
         };
         applying
-    }
-
-    /// Resolves `write`, whose outcome was lost, conditioned on version
-    /// `from` (see [`resolve`]): reads its key, and sends it again on the
-    /// same condition only if it had not landed. A connection that fails
-    /// meanwhile fails it as [`Connection::apply`] would.
-    pub fn resolve(
-        &self,
-        write: Write,
-        from: u64,
-    ) -> impl Future<Output = Result<Resolved, StoreError>> + Send + 'static {
-        type Resolving = Pin<Box<dyn Future<Output = Result<Resolved, StoreError>> + Send>>;
-        let resolving: Resolving = match self {
-            Connection::Sim(sim) => Box::pin(sim.resolve(write, from)),
-            Connection::Postgres(pg) => Box::pin(conditional::resolve(Arc::clone(pg), write, from)),
-            Connection::Redis(redis) => Box::pin(conditional::resolve(redis.clone(), write, from)),
-        };
-        resolving
     }
 
     /// A trip: every write's key read in one request and written

@@ -1,15 +1,14 @@
 //! The read-then-conditional-write flow the real stores share: a keyed
 //! batch reads its key's version and value, then writes the new ones on the
 //! condition that the version is still the one read, and reads again after
-//! a conflict; a lost write is resolved by one more read (see
-//! [`resolve`](mod@super::resolve)); a trip goes in rounds until no key of it
+//! a conflict; a trip goes in rounds until no key of it
 //! conflicts (see [`Rounds`]). What a read and a conditional write are on
 //! the server is each store's own ([`Conditional`]).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{resolve, Attempt, Resolved, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
+use super::{Attempt, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
 
 /// A connection that reads a key and writes it conditionally.
 pub(crate) trait Conditional: Send {
@@ -70,25 +69,6 @@ pub(crate) async fn apply<C: Conditional>(
         key,
         attempts: WRITE_ATTEMPTS_MAX,
     })
-}
-
-/// A lost write resolved: the read, then the conditional write again only
-/// if the key is still at `from`.
-pub(crate) async fn resolve<C: Conditional>(
-    mut connection: C,
-    write: Write,
-    from: u64,
-) -> Result<Resolved, StoreError> {
-    let Write { key, count, sum } = write;
-    let name = C::name(key);
-    let (version, value) = connection.read(&name).await?;
-    if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
-        return Ok(Resolved::Landed);
-    }
-    let written = connection
-        .write(&name, from, count, value.wrapping_add(sum))
-        .await?;
-    resolve::sent_again(key, from, written)
 }
 
 /// A trip: rounds of [`Conditional::try_many`] until no key conflicts;

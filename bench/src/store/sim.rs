@@ -70,7 +70,7 @@ use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
 use super::{
-    lock, new_histogram, resolve, Attempt, Contents, Resolved, Rounds, StoreError, Write,
+    lock, new_histogram, Attempt, Contents, Rounds, StoreError, Write,
     WRITE_ATTEMPTS_MAX,
 };
 use crate::overload;
@@ -273,24 +273,6 @@ impl SimStore {
             key,
             attempts: WRITE_ATTEMPTS_MAX,
         })
-    }
-
-    /// A lost write resolved (see [`resolve`]): a read,
-    /// then the conditional write again only if the key is still at
-    /// `from`. The sim loses no write; this is what a real store's
-    /// connection does, on the sim's round trips.
-    pub async fn resolve(&'static self, write: Write, from: u64) -> Result<Resolved, StoreError> {
-        let Write { key, count, sum } = write;
-        let version = self.read(key).await?;
-        if resolve::judge(key, from, count, version)? == resolve::Found::Landed {
-            return Ok(Resolved::Landed);
-        }
-        let written = match self.write(key, from, count, sum).await {
-            Ok(_) => true,
-            Err(StoreError::Conflict { .. }) => false,
-            Err(other) => return Err(other),
-        };
-        resolve::sent_again(key, from, written)
     }
 
     /// Sets what each request costs beyond its round trip, per key it

@@ -104,7 +104,6 @@ impl FerrySystem {
             return Self::start_entities(settings, shards, store, kind, entity_store?);
         }
         let retry = Retry {
-            fence: settings.fence,
             within: settings.retry_unknown,
         };
         let builder = Self::builder(settings, shards, store, kind)?;

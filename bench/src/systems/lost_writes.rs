@@ -1,44 +1,34 @@
-//! What a ferry shard does with a write whose outcome was lost: it keeps
-//! the key's batch (so the key stays busy, its one writer) and resolves the
-//! write through the shard's link once the store is back
-//! ([`crate::store::resolve`]), for up to `--retry-unknown`; the batch's
-//! callers then get the write's real outcome instead of an unknown one.
-//! A write still lost when that time is up is answered unknown, and the
-//! read-back at the end resolves it.
+//! The control's retry of a write whose outcome was lost (`--no-fence`):
+//! the write is sent again as a fresh read-modify-write, without looking
+//! whether it had landed — what a retry without the fence does, and what
+//! the read-back then catches applied twice.
 //!
-//! With the fence off (`--no-fence`) the write is sent again as a fresh
-//! read-modify-write, without looking: the control.
+//! With the fence (the default) ferry's systems on a real store go through
+//! `ferry::entity`, which reads the key back and tells a landed write from
+//! an absent one; the sim loses no writes.
 
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 
 use super::ferry::{connection, Link};
-use crate::store::{resolve, Fence, StoreError, Write, RECONNECT_FIRST};
+use crate::store::{resolve, StoreError, Write, RECONNECT_FIRST};
 
-/// How lost writes are retried.
+/// How lost writes are sent again.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Retry {
-    /// Whether the retry looks for the write first.
-    pub fence: Fence,
     /// How long a lost write is retried before it is answered unknown
     /// (zero: never retried).
     pub within: Duration,
 }
 
 impl Retry {
-    /// Whether `applied` is a lost write this policy retries: the version
-    /// it was conditioned on, if so.
-    fn lost(&self, applied: &Result<u64, StoreError>) -> Option<u64> {
-        match applied {
-            Err(StoreError::Unknown {
-                from: Some(from), ..
-            }) if !self.within.is_zero() => Some(*from),
-            _ => None,
-        }
+    /// Whether `applied` is a lost write this policy retries.
+    fn lost(&self, applied: &Result<u64, StoreError>) -> bool {
+        matches!(applied, Err(StoreError::Unknown { .. })) && !self.within.is_zero()
     }
 
-    /// `applied`, or if it is a lost write, what retrying it gave.
+    /// `applied`, or if it is a lost write, what sending it again gave.
     pub(crate) async fn settle(
         self,
         link: &Link,
@@ -46,12 +36,12 @@ impl Retry {
         applied: Result<u64, StoreError>,
     ) -> Result<u64, StoreError> {
         match self.lost(&applied) {
-            Some(from) => self.retry(link, write, from).await,
-            None => applied,
+            true => self.retry(link, write).await,
+            false => applied,
         }
     }
 
-    /// A trip's results, each lost write among them retried (together,
+    /// A trip's results, each lost write among them sent again (together,
     /// each on its own).
     pub(crate) async fn settle_all(
         self,
@@ -59,7 +49,7 @@ impl Retry {
         writes: &[Write],
         applied: Vec<Result<u64, StoreError>>,
     ) -> Vec<Result<u64, StoreError>> {
-        if !applied.iter().any(|result| self.lost(result).is_some()) {
+        if !applied.iter().any(|result| self.lost(result)) {
             return applied;
         }
         join_all(
@@ -71,66 +61,32 @@ impl Retry {
         .await
     }
 
-    /// Tries the lost `write`, conditioned on version `from`, until it is
-    /// resolved (its batch answered with the version it started from), its
-    /// key is found moved, or the time is up: both answered unknown, never
-    /// as a failure, since the write may have landed. Waits between
-    /// tries as long as the link's first backoff, without holding the
-    /// shard: other keys' batches run meanwhile.
-    async fn retry(self, link: &Link, write: Write, mut from: u64) -> Result<u64, StoreError> {
+    /// Sends the lost `write` again, blindly, until it is applied or the
+    /// time is up (then answered unknown: it may have landed). Waits
+    /// between tries as long as the link's first backoff, without holding
+    /// the shard.
+    async fn retry(self, link: &Link, write: Write) -> Result<u64, StoreError> {
         let give_up = Instant::now() + self.within;
         loop {
             tokio::time::sleep(RECONNECT_FIRST).await;
-            let tried = match connection(link).await {
-                Ok(connection) => {
-                    let tried = self.try_once(&connection, write, from).await;
-                    if tried.as_ref().is_err_and(StoreError::breaks_connection) {
-                        link.broken(&connection);
-                    }
-                    tried
+            if let Ok(connection) = connection(link).await {
+                resolve::count_blind();
+                let tried = connection.apply(write.key, write.count, write.sum).await;
+                if tried.as_ref().is_err_and(StoreError::breaks_connection) {
+                    link.broken(&connection);
                 }
-                Err(away) => Err(away),
-            };
-            match tried {
-                Ok(version) => return Ok(version),
-                Err(moved @ StoreError::Moved { .. }) => return Err(moved),
-                Err(StoreError::Unknown {
-                    from: Some(again), ..
-                }) => from = again,
-                // Whatever else failed (no connection yet, a server still
-                // loading its data after a restart) left the write where it
-                // was: lost, still to be resolved. Never a definite
-                // failure: the write may have landed.
-                Err(_) => {}
+                if let Ok(version) = tried {
+                    return Ok(version);
+                }
             }
             if Instant::now() >= give_up {
                 return Err(StoreError::Unknown {
                     why: format!(
-                        "key {}: the write's outcome was lost and not resolved within {:?}",
+                        "key {}: the write's outcome was lost and it was not applied again within {:?}",
                         write.key, self.within
                     ),
-                    from: Some(from),
+                    from: None,
                 });
-            }
-        }
-    }
-
-    /// One try: resolved with the fence, sent again blindly without.
-    async fn try_once(
-        &self,
-        connection: &crate::store::Connection,
-        write: Write,
-        from: u64,
-    ) -> Result<u64, StoreError> {
-        match self.fence {
-            Fence::On => {
-                let resolved = connection.resolve(write, from).await?;
-                resolve::count(resolved);
-                Ok(from)
-            }
-            Fence::Off => {
-                resolve::count_blind();
-                connection.apply(write.key, write.count, write.sum).await
             }
         }
     }
