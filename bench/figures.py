@@ -40,7 +40,7 @@ SCENARIOS = {
     "unkeyed-overhead": "--mode unkeyed --store-rtt 0 --duration 3s",
     "unkeyed-rtt": "--mode unkeyed --store-rtt 1ms --duration 3s",
     "trips-sim": "--keys 100000 --dist uniform --clients 2000 --store-rtt 1ms --duration 5s"
-    " --max-in-flight 4 --compare ferry,ferry-trips,multi-key",
+    " --max-in-flight-batches 4 --compare ferry,ferry-trips,multi-key",
 }
 
 SECTION = re.compile(

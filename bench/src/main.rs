@@ -200,23 +200,13 @@ struct Args {
     /// single-lock-fifo run this many workers, and unkeyed batch-aint-one
     /// allows its key this many batches, per shard (of the largest shard
     /// count measured)
-    ///
-    /// (`--max-in-flight`, its former name, is still taken, hidden.)
-    #[arg(long, alias = "max-in-flight", value_name = "M", default_value_t = 256)]
+    #[arg(long, value_name = "M", default_value_t = 256)]
     max_in_flight_batches: usize,
 
     /// Waiting inputs at most: per shard for ferry and batcher, in total for
     /// single-lock and single-lock-fifo, per key for batch-aint-one (in total
     /// when unkeyed)
-    ///
-    /// (`--max-queueing`, its former name, is still taken, hidden.)
-    #[arg(
-        long,
-        alias = "max-queueing",
-        hide_short_help = true,
-        value_name = "Q",
-        default_value_t = 1_000_000
-    )]
+    #[arg(long, hide_short_help = true, value_name = "Q", default_value_t = 1_000_000)]
     max_waiting: usize,
 
     /// Keys' batches per trip at most (ferry-trips); multi-key's batches

@@ -185,7 +185,7 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     cpus: Option<Vec<usize>>,
     /// `None`: pinned when `cpus` names their CPUs.
     pin: Option<bool>,
-    lanes: QueueConfig,
+    queue: QueueConfig,
     max_in_flight_batches: usize,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
@@ -207,7 +207,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             shards: None,
             cpus: None,
             pin: None,
-            lanes: QueueConfig::default(),
+            queue: QueueConfig::default(),
             max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
@@ -231,7 +231,7 @@ impl<K, I, O, E, M> fmt::Debug for Builder<K, I, O, E, M> {
             .field("shards", &self.shards)
             .field("cpus", &self.cpus)
             .field("pin", &self.pin)
-            .field("lanes", &self.lanes)
+            .field("queue", &self.queue)
             .field("max_in_flight_batches", &self.max_in_flight_batches)
             .field("intake_capacity", &self.intake_capacity)
             .field("spin_before_park", &self.spin_before_park)
@@ -350,7 +350,7 @@ where
     /// assert_eq!(sizes, (Ok(2), Ok(2)));
     /// ```
     pub fn max_batch_size(mut self, size: usize) -> Self {
-        self.lanes.max_batch_size = size;
+        self.queue.max_batch_size = size;
         self
     }
 
@@ -378,7 +378,7 @@ where
     /// assert_eq!(sizes, (Ok(2), Ok(2)));
     /// ```
     pub fn max_batch_weight(mut self, weight: u64) -> Self {
-        self.lanes.max_batch_weight = weight;
+        self.queue.max_batch_weight = weight;
         self
     }
 
@@ -402,7 +402,7 @@ where
     /// assert_eq!(engine.submit_blocking(1, 10), Ok(1));
     /// ```
     pub fn max_batch_delay(mut self, delay: Duration) -> Self {
-        self.lanes.max_batch_delay = delay;
+        self.queue.max_batch_delay = delay;
         self
     }
 
@@ -455,21 +455,8 @@ where
     /// assert_eq!(futures::executor::block_on(first), Ok(10));
     /// ```
     pub fn max_waiting(mut self, inputs: usize) -> Self {
-        self.lanes.max_waiting = inputs;
+        self.queue.max_waiting = inputs;
         self
-    }
-
-    /// The former name of [`max_waiting`](Self::max_waiting), kept for one release
-    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
-    ///
-    /// ```
-    /// #![allow(deprecated)]
-    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing(8);
-    /// assert!(format!("{builder:?}").contains("max_waiting: 8"));
-    /// ```
-    #[deprecated(since = "0.1.0", note = "renamed `max_waiting`")]
-    pub fn max_queueing(self, inputs: usize) -> Self {
-        self.max_waiting(inputs)
     }
 
     /// Total weight of waiting inputs per shard at most (default unbounded,
@@ -497,21 +484,8 @@ where
     /// assert_eq!(futures::executor::block_on(first), Ok(8));
     /// ```
     pub fn max_waiting_weight(mut self, weight: u64) -> Self {
-        self.lanes.max_waiting_weight = weight;
+        self.queue.max_waiting_weight = weight;
         self
-    }
-
-    /// The former name of [`max_waiting_weight`](Self::max_waiting_weight), kept for one release
-    /// (as the `waiting_weight` gauge).
-    ///
-    /// ```
-    /// #![allow(deprecated)]
-    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queued_weight(9);
-    /// assert!(format!("{builder:?}").contains("max_waiting_weight: 9"));
-    /// ```
-    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_weight`")]
-    pub fn max_queued_weight(self, weight: u64) -> Self {
-        self.max_waiting_weight(weight)
     }
 
     /// How long an input may wait to be taken into a batch (default: as long
@@ -538,7 +512,7 @@ where
     /// }
     /// ```
     pub fn max_queue_time(mut self, wait: Duration) -> Self {
-        self.lanes.max_queue_time = Some(wait);
+        self.queue.max_queue_time = Some(wait);
         self
     }
 
@@ -566,7 +540,7 @@ where
     /// assert_eq!((stats.withdrawn, stats.sent), (1, 0));
     /// ```
     pub fn withdraw_on_drop(mut self, withdraw: bool) -> Self {
-        self.lanes.withdraw_on_drop = withdraw;
+        self.queue.withdraw_on_drop = withdraw;
         self
     }
 
@@ -602,7 +576,7 @@ where
     /// assert!(matches!(refused, Err(StartError::Config(e)) if e.field == "max_waiting"));
     /// ```
     pub fn queue(mut self, bounds: QueueConfig) -> Self {
-        self.lanes = bounds;
+        self.queue = bounds;
         self
     }
 
@@ -814,7 +788,7 @@ where
 
     pub(crate) fn plan(mut self) -> Result<Plan<I>, ConfigError> {
         self.event_time()?;
-        self.lanes.validate()?;
+        self.queue.validate()?;
         if self.max_in_flight_batches == 0 {
             return Err(ConfigError::new(
                 "max_in_flight_batches",
@@ -852,7 +826,7 @@ where
             Some(capacity) => capacity,
             None => DEFAULT_INTAKE_CAPACITY,
         }
-        .min(self.lanes.max_waiting);
+        .min(self.queue.max_waiting);
         check_sched_slice(self.sched_slice)?;
         Ok(Plan {
             cpus,
@@ -861,7 +835,7 @@ where
                 engine: 0,
                 cpu: None,
                 runtime: self.runtime,
-                lanes: self.lanes,
+                queue: self.queue,
                 max_in_flight_batches: self.max_in_flight_batches,
                 intake_capacity,
                 spin_before_park: self.spin_before_park,
@@ -888,11 +862,11 @@ where
                 true,
             ));
         }
-        self.lanes.hold = lateness.map(|lateness| Hold {
+        self.queue.hold = lateness.map(|lateness| Hold {
             refuse_late: self.refuse_late,
             ..Hold::new(lateness)
         });
-        self.lanes.boundaries = self.boundary.is_some();
+        self.queue.boundaries = self.boundary.is_some();
         Ok(())
     }
 }
@@ -1021,21 +995,8 @@ where
     /// assert_eq!(futures::executor::block_on(other_key), Ok(20));
     /// ```
     pub fn max_waiting_per_key(mut self, inputs: usize) -> Self {
-        self.lanes.max_waiting_per_key = inputs;
+        self.queue.max_waiting_per_key = inputs;
         self
-    }
-
-    /// The former name of [`max_waiting_per_key`](Self::max_waiting_per_key), kept for one release
-    /// ("waiting" names the inputs a shard holds, as in the `waiting` gauge).
-    ///
-    /// ```
-    /// #![allow(deprecated)]
-    /// let builder = ferry::Engine::<u64, u32, u32, String>::builder().max_queueing_per_key(7);
-    /// assert!(format!("{builder:?}").contains("max_waiting_per_key: 7"));
-    /// ```
-    #[deprecated(since = "0.1.0", note = "renamed `max_waiting_per_key`")]
-    pub fn max_queueing_per_key(self, inputs: usize) -> Self {
-        self.max_waiting_per_key(inputs)
     }
 
     /// With an event-time order ([`Order::event_time`]): whether an input

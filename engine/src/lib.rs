@@ -160,19 +160,6 @@ pub use start_error::StartError;
 pub use stats::{Distribution, Distributions, Stats, Summary};
 pub use submit::{LocalSubmit, Submit};
 
-/// The former name of [`QueueConfig`], kept for one release: the bounds
-/// are those of the unkeyed queue as much as of the per-key lanes.
-///
-/// ```
-/// #![allow(deprecated)]
-/// assert_eq!(ferry::LanesConfig::default(), ferry::QueueConfig::default());
-/// ```
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `QueueConfig`: it bounds the unkeyed queue too"
-)]
-pub type LanesConfig = QueueConfig;
-
 pub use ferry_shard::{
     BatchFn, ConfigError, FerryError, Hold, Kind, Order, Outcome, QueueConfig, Rank, Refused,
     Runtime, ShardId, ShardStats, TripFn,

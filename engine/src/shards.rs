@@ -104,7 +104,7 @@ where
             order: plan.order,
             weigh: plan.weigh,
             boundary: plan.boundary,
-            bounds: plan.shard.lanes.clone(),
+            bounds: plan.shard.queue.clone(),
             spin_before_park: plan.shard.spin_before_park,
         })
     }

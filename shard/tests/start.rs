@@ -19,7 +19,7 @@ fn config(max_trip_batches: usize, max_trip_weight: u64) -> ShardConfig {
         engine: 1,
         cpu: None,
         runtime: Runtime::Tokio,
-        lanes: QueueConfig {
+        queue: QueueConfig {
             // Longer than any test: inputs wait until the shard closes,
             // when every waiting input becomes ready at once.
             max_batch_delay: Duration::from_secs(3_600),

@@ -194,7 +194,7 @@ pub struct ShardConfig {
     /// before, with [`Runtime::choose`]; here it means glommio).
     pub runtime: Runtime,
     /// Bounds of its queue.
-    pub lanes: QueueConfig,
+    pub queue: QueueConfig,
     /// Batches in flight at once (slots).
     pub max_in_flight_batches: usize,
     /// Capacity of its intake queue.
@@ -241,14 +241,14 @@ impl ShardConfig {
     /// assert_eq!(config.max_in_flight_batches, 64);
     /// ```
     pub fn new(id: ShardId) -> Self {
-        let lanes = QueueConfig::default();
+        let queue = QueueConfig::default();
         Self {
             id,
             engine: 0,
             cpu: None,
             runtime: Runtime::Tokio,
-            intake_capacity: lanes.max_waiting.min(65_536),
-            lanes,
+            intake_capacity: queue.max_waiting.min(65_536),
+            queue,
             max_in_flight_batches: 64,
             spin_before_park: Duration::from_micros(50),
             doze_before_park: Duration::from_millis(2),
@@ -557,7 +557,7 @@ where
             intake,
             counters,
             flushes,
-            withdraw_on_drop: config.lanes.withdraw_on_drop,
+            withdraw_on_drop: config.queue.withdraw_on_drop,
             thread: thread.thread().id(),
             join: Mutex::new(Some(thread)),
             _queue: PhantomData,
@@ -1164,7 +1164,7 @@ where
     Q: Queue<Waiter<I, O, E>>,
     E: Clone,
 {
-    let mut lanes = config.lanes.clone();
+    let mut lanes = config.queue.clone();
     if let Some(hold) = lanes.hold.as_mut() {
         hold.origin_unix_ns = clock.origin_unix_ns();
     }

@@ -73,17 +73,6 @@ impl QueueConfig {
     pub const DEFAULT_MAX_BATCH_SIZE: usize = 64;
     /// Default `max_waiting`.
     pub const DEFAULT_MAX_WAITING: usize = 1_000_000;
-    /// The former name of [`DEFAULT_MAX_WAITING`](Self::DEFAULT_MAX_WAITING),
-    /// kept for one release.
-    ///
-    /// ```
-    /// #![allow(deprecated)]
-    /// use ferry_shard::QueueConfig;
-    /// assert_eq!(QueueConfig::DEFAULT_MAX_QUEUEING, QueueConfig::DEFAULT_MAX_WAITING);
-    /// ```
-    #[deprecated(since = "0.1.0", note = "renamed `DEFAULT_MAX_WAITING`")]
-    pub const DEFAULT_MAX_QUEUEING: usize = Self::DEFAULT_MAX_WAITING;
-
     /// Whether an input of `weight` is too heavy for any batch: the one
     /// test of `Refused::TooHeavy`, made by both queues at admission and by
     /// the engine on the caller's thread before the input travels.
