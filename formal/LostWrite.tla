@@ -36,14 +36,23 @@
 (*   - Fold the batch from what it knows and send the write. Landed:       *)
 (*     remember what it wrote, answer Applied. Not landed (somebody else   *)
 (*     wrote): forget the key and read it again, or answer NotApplied      *)
-(*     after Attempts such writes.                                         *)
+(*     after Attempts such writes. The request fails, not run (refused, or *)
+(*     the connection broke before it was sent): answer NotApplied.        *)
 (*   - Reply lost (Losses times at most; the request ran, landed or not,   *)
-(*     or never ran): forget the key and read it back. At the write's      *)
-(*     version and the shard's epoch it landed: answer Applied. At the     *)
-(*     version it was folded from it is absent: fold and send again. At    *)
-(*     any other version somebody else moved the key: answer Unknown.      *)
-(*   - A read that fails answers the batch NotApplied, or Unknown while a  *)
-(*     write is looked for (once resolve_within has passed).               *)
+(*     or never ran): forget the key and read it back. Landed if the row   *)
+(*     is at the write's version and the shard's epoch and, for a state,   *)
+(*     holds the state the write wrote (a log has no state to compare):    *)
+(*     answer Applied. At the version it was folded from it is absent:     *)
+(*     fold and send again, and keep the earlier copy as suspect. At any   *)
+(*     other version somebody else moved the key: answer Unknown.          *)
+(*   - A suspect (a lost write found absent and sent again): if the write  *)
+(*     sent again does not land, or its request fails, the earlier copy is *)
+(*     looked for again as a lost write (it may have landed since) instead *)
+(*     of folding again or answering NotApplied. A write that lands clears *)
+(*     it.                                                                 *)
+(*   - A read that fails answers the batch NotApplied, or, while a write   *)
+(*     (or a suspect) is looked for, looks again or answers Unknown (once  *)
+(*     resolve_within has passed).                                         *)
 (* Each input ends with exactly one answer: Applied, NotApplied, Unknown   *)
 (* or Fenced.                                                              *)
 (*                                                                         *)
@@ -53,13 +62,30 @@
 (* folded and sent afresh as if it were absent, without looking for it     *)
 (* first.                                                                  *)
 (*                                                                         *)
-(* Two assumptions of the design, each switched off by a constant to show  *)
-(* that it is needed: nobody but the shard leaves the row at the shard's   *)
-(* epoch (TouchKeepsEpoch: the touch leaves the row's epoch as it was, so  *)
-(* the row can reach the lost write's version and the shard's epoch        *)
-(* without it), and a lost request that has not run by the time the shard  *)
-(* reads the row back never runs (LateLanding: it may run at any later     *)
-(* moment).                                                                *)
+(* Two conditions of the world, each switched by a constant:               *)
+(*   - TouchKeepsEpoch: the touch leaves the row's epoch as it was, so the *)
+(*     row can reach a lost write's version at the shard's epoch without   *)
+(*     it. The state comparison tells them apart for a state; for a log    *)
+(*     the design assumes that nobody else writes at an owner's epoch, and *)
+(*     with this switch it fails.                                          *)
+(*   - LateLanding: a lost request that has not run by the time the shard  *)
+(*     reads the row back may still run at any later moment (a session     *)
+(*     that goes on with its statement after the connection failed). The   *)
+(*     suspect is what keeps the design right then.                        *)
+(*                                                                         *)
+(* Bounded here, not in trip.rs: requests that fail, not run (Refused,     *)
+(* Broken), Refusals times at most. Where such a failure answers the batch *)
+(* no bound is needed; where it meets a suspect it sends the shard to look *)
+(* for the earlier copy, find it absent and send it again, and trip.rs     *)
+(* bounds that loop by nothing (resolve_within is looked at only when a    *)
+(* read fails): a store that keeps refusing the write while reads succeed  *)
+(* keeps the batch unanswered. (Lost replies, bounded by Losses, go round  *)
+(* the same way.)                                                          *)
+(*                                                                         *)
+(* A gap of trip.rs as built, shown by LostWriteLateLog.cfg: for a log, a  *)
+(* late request of an earlier batch of the key, answered Unknown while it  *)
+(* was still to run, can land at the version and epoch a later batch's     *)
+(* lost write would set, and is taken for it.                              *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets
 
@@ -69,6 +95,7 @@ CONSTANTS
     Mine,             \* the shard's owner epoch
     Attempts,         \* write_attempts
     Losses,           \* writes whose reply may be lost, at most
+    Refusals,         \* writes that fail, not run, at most
     Touches,          \* writes of the outside writer, at most
     StaleWrites,      \* writes of the stale owner (epoch Mine - 1), at most
     NewerWrites,      \* writes of a newer owner (epoch Mine + 1), at most
@@ -84,6 +111,7 @@ ASSUME
     /\ Mine \in Nat /\ Mine >= 2
     /\ Attempts \in Nat \ {0}
     /\ Losses \in Nat
+    /\ Refusals \in Nat
     /\ Touches \in Nat /\ StaleWrites \in Nat /\ NewerWrites \in Nat
     /\ Shape \in {"State", "Log"}
     /\ TouchKeepsEpoch \in BOOLEAN
@@ -97,8 +125,9 @@ Others == N + 1 .. N + Touches + StaleWrites + NewerWrites
 Answers == {"none", "Applied", "NotApplied", "Unknown", "Fenced"}
 Phases  == {"idle", "read", "send"}
 
-\* A write as sent: the version it was folded from, its inputs, and the
-\* state it carries (the Log shape carries the inputs alone: <<>> here).
+\* A write as sent (trip.rs's Sent): the version it was folded from, its
+\* inputs, and the state it carries (the Log shape carries the inputs
+\* alone: <<>> here).
 NoWrite == [exp |-> -1, ids |-> <<>>, after |-> <<>>]
 
 VARIABLES
@@ -115,20 +144,23 @@ VARIABLES
     memVersion,   \* ... at this version
     memState,     \* ... with this state (State shape; <<>> for a log)
     lost,         \* the write whose reply was lost, to look for (NoWrite: none)
+    suspect,      \* a lost write found absent and sent again (NoWrite: none)
     conflicts,    \* writes of this batch that did not land
     losses,       \* replies lost so far
+    refusals,     \* writes that failed, not run, so far
     \* the other writers
     touches,      \* writes of the outside writer so far
     staleWrites,  \* writes of the stale owner so far
     newerWrites,  \* writes of the newer owner so far
-    late,         \* LateLanding: a lost request the store has not run yet
+    late,         \* LateLanding: the lost requests the store has not run yet
     \* the callers
     answer,       \* answer[i]: input i's answer ("none": not yet)
     answers       \* answers[i]: how many answers input i was given
 
 row     == <<rowVersion, rowEpoch, rowState>>
-shard   == <<next, batch, phase, memKnown, memVersion, memState, lost, conflicts,
-            losses>>
+mem     == <<memKnown, memVersion, memState>>
+shard   == <<next, batch, phase, mem, lost, suspect, conflicts, losses,
+            refusals>>
 writers == <<touches, staleWrites, newerWrites, late>>
 vars    == <<row, shard, writers, answer, answers>>
 
@@ -167,6 +199,15 @@ Land(w) ==
 
 Applied(w) == IF Lands(w) THEN Land(w) ELSE UNCHANGED row
 
+\* What the row read back says of a lost write: it landed iff the row is at
+\* its version and the shard's epoch and, for a state, holds the state it
+\* wrote (trip.rs's known_from, with Sent::state); a log has no state to
+\* compare.
+Found(w) ==
+    /\ rowVersion = w.exp + Len(w.ids)
+    /\ rowEpoch = Mine
+    /\ Shape = "Log" \/ rowState = w.after
+
 -----------------------------------------------------------------------------
 (* The shard *)
 
@@ -181,22 +222,27 @@ Init ==
     /\ memVersion = 0
     /\ memState = <<>>
     /\ lost = NoWrite
+    /\ suspect = NoWrite
     /\ conflicts = 0
     /\ losses = 0
+    /\ refusals = 0
     /\ touches = 0
     /\ staleWrites = 0
     /\ newerWrites = 0
-    /\ late = NoWrite
+    /\ late = {}
     /\ answer = [i \in Inputs |-> "none"]
     /\ answers = [i \in Inputs |-> 0]
 
-\* The batch's inputs are answered a, and the key is free for its next one.
+\* The batch's inputs are answered a, and the key is free for its next one
+\* (its run, with what it was looking for, is gone).
 Answer(a) ==
     /\ answer' = [i \in Inputs |-> IF i \in Range(batch) THEN a ELSE answer[i]]
     /\ answers' = [i \in Inputs |->
                      IF i \in Range(batch) THEN answers[i] + 1 ELSE answers[i]]
     /\ batch' = <<>>
     /\ phase' = "idle"
+    /\ lost' = NoWrite
+    /\ suspect' = NoWrite
 
 Remember(version, state) ==
     /\ memKnown' = TRUE
@@ -219,43 +265,53 @@ Take ==
          /\ next' = next + n
     /\ phase' = IF memKnown THEN "send" ELSE "read"
     /\ conflicts' = 0
-    /\ UNCHANGED <<row, memKnown, memVersion, memState, lost, losses, writers,
-                   answer, answers>>
+    /\ UNCHANGED <<row, mem, lost, suspect, losses, refusals, writers, answer,
+                   answers>>
 
-\* Phases 1 and 2: read the row and judge it. A lost write is found landed
-\* (at its version and the shard's epoch), moved by somebody else (at any
-\* other version: Unknown), or absent (at the version it was folded from:
-\* judged as any key read). A newer epoch's row is Fenced; any other row is
-\* remembered, to fold from.
+\* Phases 1 and 2: read the row and judge it (trip.rs's known_from). A
+\* lost write is found landed (Found), moved by somebody else (at any other
+\* version than the one it was folded from: Unknown), or absent (at the
+\* version it was folded from: kept as suspect, and judged as any key
+\* read). A newer epoch's row is Fenced; any other row is remembered, to
+\* fold from.
 Read ==
     /\ phase = "read"
-    /\ lost' = NoWrite
-    /\ IF lost # NoWrite /\ rowVersion = lost.exp + Len(lost.ids) /\ rowEpoch = Mine
+    /\ IF lost # NoWrite /\ Found(lost)
          THEN /\ Answer("Applied")
               /\ Remember(rowVersion, lost.after)
        ELSE IF lost # NoWrite /\ rowVersion # lost.exp
          THEN /\ Answer("Unknown")
-              /\ UNCHANGED <<memKnown, memVersion, memState>>
+              /\ UNCHANGED mem
        ELSE IF rowEpoch > Mine
          THEN /\ Answer("Fenced")
               /\ Forget
        ELSE /\ Remember(rowVersion, Base(rowState))
             /\ phase' = "send"
+            /\ lost' = NoWrite
+            /\ suspect' = IF lost # NoWrite THEN lost ELSE suspect
             /\ UNCHANGED <<batch, answer, answers>>
-    /\ UNCHANGED <<row, next, conflicts, losses, writers>>
+    /\ UNCHANGED <<row, next, conflicts, losses, refusals, writers>>
 
-\* The read fails (the store is away): a lost write is looked for again
-\* (a stutter) until resolve_within has passed, then answered Unknown;
-\* any other batch was not applied.
+\* The read fails (the store is away, or the connection cannot be made;
+\* trip.rs's fail): a batch with no write to look for was not applied. One
+\* with a lost write, or a suspect (which then becomes the lost write), is
+\* looked for again next round, until resolve_within has passed, then
+\* answered Unknown. (Looking again for a write already lost changes
+\* nothing: a stutter, left out.)
 ReadFails ==
     /\ phase = "read"
-    /\ Answer(IF lost # NoWrite THEN "Unknown" ELSE "NotApplied")
-    /\ lost' = NoWrite
-    /\ UNCHANGED <<row, next, memKnown, memVersion, memState, conflicts, losses,
-                   writers>>
+    /\ IF lost = NoWrite /\ suspect = NoWrite
+         THEN Answer("NotApplied")
+         ELSE \/ Answer("Unknown")
+              \/ /\ lost = NoWrite
+                 /\ lost' = suspect
+                 /\ suspect' = NoWrite
+                 /\ UNCHANGED <<batch, phase, answer, answers>>
+    /\ UNCHANGED <<row, next, mem, conflicts, losses, refusals, writers>>
 
 \* What the shard does once a write's reply is lost:
-\*   as built: forget the key and look for the write (read it back);
+\*   as built: forget the key and look for the write (read it back); a
+\*   suspect is kept (it is the same write, sent before);
 \*   NoVersion: send the same write again, without looking;
 \*   Resend: forget the key and read, fold and write it afresh, as if the
 \*   write were absent, without looking for it.
@@ -265,18 +321,34 @@ OnLost(w) ==
              /\ lost' = w
              /\ phase' = "read"
       [] Flaw = "NoVersion" ->
-             /\ UNCHANGED <<memKnown, memVersion, memState, lost, phase>>
+             /\ UNCHANGED <<mem, lost, phase>>
       [] Flaw = "Resend" ->
              /\ Forget
              /\ phase' = "read"
              /\ UNCHANGED lost
 
+\* A write that did not land, or whose request failed, of a batch with a
+\* suspect: the earlier copy may have landed since; forget the key and look
+\* for it as a lost write.
+LookForSuspect ==
+    /\ Forget
+    /\ lost' = suspect
+    /\ suspect' = NoWrite
+    /\ phase' = "read"
+    /\ UNCHANGED <<batch, answer, answers>>
+
 \* Phases 3 and 4: the conditional write of the batch, folded from what
-\* the shard remembers, and its outcome. The store judges it in one step.
+\* the shard remembers, and its outcome (trip.rs's send and settle). The
+\* store judges it in one step.
 \*   - Reply delivered, landed: remembered (the version and state it
-\*     wrote) and answered Applied.
-\*   - Reply delivered, not landed (somebody else wrote): forgotten, and
-\*     read again, or answered NotApplied after Attempts such writes.
+\*     wrote) and answered Applied; a suspect is cleared.
+\*   - Reply delivered, not landed (somebody else wrote): with a suspect,
+\*     look for it; else forgotten, and read again, or answered NotApplied
+\*     after Attempts such writes.
+\*   - The request fails, not run (Refused, or Broken: the connection
+\*     failed before it was sent, also at the start of the round;
+\*     Refusals times at most): with a suspect, look for it; else
+\*     answered NotApplied.
 \*   - Reply lost (Losses times at most): the request was run (landed or
 \*     not) or never was; with LateLanding it may instead stay in the
 \*     store, to run at any later moment.
@@ -288,15 +360,26 @@ Send ==
               /\ Land(w)
               /\ Answer("Applied")
               /\ Remember(w.exp + Len(w.ids), w.after)
-              /\ UNCHANGED <<lost, conflicts, losses, late>>
+              /\ UNCHANGED <<conflicts, losses, refusals, late>>
            \/ /\ ~Lands(w)
-              /\ conflicts' = conflicts + 1
-              /\ Forget
-              /\ IF conflicts + 1 >= Attempts
-                   THEN Answer("NotApplied")
-                   ELSE /\ phase' = "read"
-                        /\ UNCHANGED <<batch, answer, answers>>
-              /\ UNCHANGED <<row, lost, losses, late>>
+              /\ IF suspect # NoWrite
+                   THEN /\ LookForSuspect
+                        /\ UNCHANGED conflicts
+                   ELSE /\ conflicts' = conflicts + 1
+                        /\ Forget
+                        /\ IF conflicts + 1 >= Attempts
+                             THEN Answer("NotApplied")
+                             ELSE /\ phase' = "read"
+                                  /\ UNCHANGED <<batch, lost, suspect, answer,
+                                                 answers>>
+              /\ UNCHANGED <<row, losses, refusals, late>>
+           \/ /\ refusals < Refusals
+              /\ refusals' = refusals + 1
+              /\ IF suspect # NoWrite
+                   THEN LookForSuspect
+                   ELSE /\ Answer("NotApplied")
+                        /\ Forget
+              /\ UNCHANGED <<row, conflicts, losses, late>>
            \/ /\ losses < Losses
               /\ losses' = losses + 1
               /\ \/ /\ Applied(w)           \* run; the reply lost
@@ -304,11 +387,11 @@ Send ==
                  \/ /\ ~LateLanding         \* lost on its way: never run
                     /\ UNCHANGED <<row, late>>
                  \/ /\ LateLanding          \* still to run, at any moment
-                    /\ late = NoWrite
-                    /\ late' = w
+                    /\ late' = late \cup {w}
                     /\ UNCHANGED row
               /\ OnLost(w)
-              /\ UNCHANGED <<batch, conflicts, answer, answers>>
+              /\ UNCHANGED <<batch, suspect, conflicts, refusals, answer,
+                             answers>>
     /\ UNCHANGED <<next, touches, staleWrites, newerWrites>>
 
 \* The shard's memory makes room for other keys (it holds `remember` keys
@@ -319,15 +402,15 @@ Evict ==
     /\ memKnown
     /\ phase = "idle"
     /\ Forget
-    /\ UNCHANGED <<row, next, batch, phase, lost, conflicts, losses, writers,
-                   answer, answers>>
+    /\ UNCHANGED <<row, next, batch, phase, lost, suspect, conflicts, losses,
+                   refusals, writers, answer, answers>>
 
 \* The shard: one step of the key's batch at a time (its trip's rounds).
 Shard == Take \/ Read \/ ReadFails \/ Send
 
 -----------------------------------------------------------------------------
-(* The other writers: each write applies one input of its own (an id    *)
-(* above N) and moves the version on by one, in one step of the store.    *)
+(* The other writers: each write applies one input of its own (an id       *)
+(* above N) and moves the version on by one, in one step of the store.     *)
 
 \* The outside writer, outside every condition (a touch, a migration, an
 \* operator's fix). It writes epoch 0, an epoch no owner has; with
@@ -362,11 +445,13 @@ Newer ==
     /\ UNCHANGED <<shard, touches, staleWrites, late, answer, answers>>
 
 \* LateLanding: the store runs a lost request only now (its session still
-\* ran it after the connection failed), on its own condition.
+\* ran it after the connection failed), on its own condition. (Copies of
+\* one write sent again are the same request here: once one has run, the
+\* row has left the version they were folded from, and none lands.)
 LateRun ==
-    /\ late # NoWrite
-    /\ Applied(late)
-    /\ late' = NoWrite
+    /\ \E w \in late :
+         /\ Applied(w)
+         /\ late' = late \ {w}
     /\ UNCHANGED <<shard, touches, staleWrites, newerWrites, answer, answers>>
 
 -----------------------------------------------------------------------------
@@ -430,8 +515,8 @@ EveryInputAnswered ==
     <>[](\A i \in Inputs : answer[i] # "none")
 
 -----------------------------------------------------------------------------
-(* Bookkeeping of the design as built, checked by LostWrite.cfg and       *)
-(* LostWriteLog.cfg only.                                                 *)
+(* Bookkeeping of the design as built, checked by the configurations that  *)
+(* must pass.                                                              *)
 
 TypeOK ==
     /\ rowVersion \in Nat
@@ -446,6 +531,8 @@ TypeOK ==
     /\ memState \in Seq(Inputs \cup Others)
     /\ conflicts \in 0 .. Attempts
     /\ losses \in 0 .. Losses
+    /\ refusals \in 0 .. Refusals
+    /\ Cardinality(late) <= Losses
     /\ answer \in [Inputs -> Answers]
     /\ answers \in [Inputs -> 0 .. 1]
 
@@ -460,14 +547,27 @@ MemoryTrue ==
         /\ memVersion <= rowVersion
         /\ memVersion = rowVersion => memState = Base(rowState)
 
-\* While a write is looked for, the row tells landed from absent: at its
-\* version and the shard's epoch its inputs are there; at the version it
-\* was folded from they are not.
+\* While a write is looked for, the row tells landed from absent: found
+\* (Found), its inputs are there; at the version it was folded from they
+\* are not.
 LostIsTold ==
     lost # NoWrite =>
         /\ phase = "read" /\ ~memKnown /\ lost.ids = batch
-        /\ (rowVersion = lost.exp + Len(lost.ids) /\ rowEpoch = Mine)
-              => \A i \in Range(lost.ids) : Count(rowState, i) = 1
+        /\ Found(lost) => \A i \in Range(lost.ids) : Count(rowState, i) = 1
         /\ rowVersion = lost.exp => \A i \in Range(lost.ids) : Count(rowState, i) = 0
+
+\* A suspect lives only while its batch's write sent again is on its way,
+\* or while that write, lost too, is looked for: a read finds none alone
+\* (fail's taking of the suspect in trip.rs is a safeguard). The write
+\* sent again is the suspect itself: folded from the same version and
+\* state, so keeping only the last copy loses nothing.
+SuspectIsTheWrite ==
+    suspect # NoWrite =>
+        /\ suspect.ids = batch
+        /\ phase = "send" \/ lost # NoWrite
+        /\ lost # NoWrite => lost = suspect
+        /\ phase = "send" =>
+             /\ memKnown /\ memVersion = suspect.exp
+             /\ Shape = "State" => memState \o batch = suspect.after
 
 =============================================================================

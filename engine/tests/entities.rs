@@ -17,6 +17,8 @@
 //!   back and found unchanged (so it was sent again), is applied once;
 //! - a lost write whose key another writer moved to the same version and
 //!   epoch is `Unknown`, not applied;
+//! - a log tells an append of its own from another's that landed late at
+//!   the same length (by the tag its head keeps);
 //! - a lost write that cannot be looked up within `resolve_within` is
 //!   answered `Unknown`, never `NotApplied`; a write from a stale owner is
 //!   `Fenced`, and nothing of it is applied;
@@ -301,6 +303,51 @@ fn a_lost_write_and_another_writer_is_unknown(runtime: Runtime) {
     assert_eq!(store.row(&2).unwrap().state.as_deref(), Some(&b"5"[..]));
 }
 on_each_runtime!(a_lost_write_and_another_writer_is_unknown);
+
+fn a_log_tells_a_late_append_from_its_own(runtime: Runtime) {
+    let store = MemoryStore::<u32>::new();
+    let log: Entities<u32, u32, u64, std::convert::Infallible> = Entities::builder()
+        .shards(1)
+        .pin(false)
+        .runtime(runtime)
+        .start_log_with(
+            store.clone(),
+            Options::default().resolve_within(Duration::from_millis(100)),
+        )
+        .unwrap();
+    // Phase 1: the first append is held up on its way and its key cannot
+    // be read back in time. Phase 2: the second append, from the same
+    // length, is lost on its way, just after the first lands late.
+    let phase = Arc::new(AtomicU64::new(1));
+    let seen = Arc::clone(&phase);
+    store.faults(
+        move |request| match (seen.load(Ordering::SeqCst), request) {
+            (1, Request::Write) => {
+                seen.store(11, Ordering::SeqCst);
+                Some(Fault::LandLate)
+            }
+            (11, Request::Read) => Some(Fault::Break),
+            (2, Request::Write) => {
+                seen.store(3, Ordering::SeqCst);
+                Some(Fault::LoseRequest)
+            }
+            _ => None,
+        },
+    );
+    assert!(matches!(
+        log.submit_blocking(5, 1),
+        Err(EntityError::Unknown(_))
+    ));
+    phase.store(2, Ordering::SeqCst);
+    // Sequence 1 is the first append's: the second must not be told
+    // applied at it.
+    match log.submit_blocking(5, 2) {
+        Err(EntityError::Unknown(_)) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.log(&5), vec![b"1".to_vec()]);
+}
+on_each_runtime!(a_log_tells_a_late_append_from_its_own);
 
 fn a_stale_owner_is_fenced_and_applies_nothing(runtime: Runtime) {
     let store = MemoryStore::<u32>::new();

@@ -163,6 +163,7 @@ async fn appends_log_their_events_in_order(server: &Private, admin: &Client) {
     let (log, other) = (-1_i64, -2_i64);
     let first = events(&["e1", "e2"]);
     let append = Append {
+        tag: b"t",
         key: &log,
         expected: 0,
         epoch: 1,
@@ -171,6 +172,7 @@ async fn appends_log_their_events_in_order(server: &Private, admin: &Client) {
     assert_eq!(shard.append(&[append]).await.unwrap(), vec![true]);
     let next = events(&["e3"]);
     let append = Append {
+        tag: b"t",
         key: &log,
         expected: 2,
         epoch: 1,
@@ -181,12 +183,14 @@ async fn appends_log_their_events_in_order(server: &Private, admin: &Client) {
     let (stray, opening) = (events(&["stray"]), events(&["o1", "o2"]));
     let mixed = [
         Append {
+            tag: b"t",
             key: &log,
             expected: 2,
             epoch: 1,
             events: &stray,
         },
         Append {
+            tag: b"t",
             key: &other,
             expected: 0,
             epoch: 1,
@@ -196,6 +200,7 @@ async fn appends_log_their_events_in_order(server: &Private, admin: &Client) {
     assert_eq!(shard.append(&mixed).await.unwrap(), vec![false, true]);
     // A stale epoch does not land either.
     let append = Append {
+        tag: b"t",
         key: &log,
         expected: 3,
         epoch: 0,
@@ -203,7 +208,7 @@ async fn appends_log_their_events_in_order(server: &Private, admin: &Client) {
     };
     assert_eq!(shard.append(&[append]).await.unwrap(), vec![false]);
     let heads = shard.read(&[&log, &other]).await.unwrap();
-    assert_eq!(heads, vec![row(3, 1, None), row(2, 1, None)]);
+    assert_eq!(heads, vec![row(3, 1, Some(b"t")), row(2, 1, Some(b"t"))]);
     assert_eq!(logged(admin, "logs", log).await, ["e1", "e2", "e3"]);
     assert_eq!(logged(admin, "logs", other).await, ["o1", "o2"]);
 }
@@ -345,6 +350,7 @@ async fn a_killed_connection_is_broken_or_lost(server: &Private, admin: &Client)
             }
             _ => {
                 let append = Append {
+                    tag: b"t",
                     key: &3,
                     expected: 0,
                     epoch: 0,

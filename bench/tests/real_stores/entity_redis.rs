@@ -209,6 +209,7 @@ async fn appends_are_read_back_in_order(url: &str, admin: &mut MultiplexedConnec
     };
     let (first, second, stray) = (events(&["e1", "e2", "e3"]), events(&["e4"]), events(&["x"]));
     let append = |key: &'static u64, expected, epoch, events| Append {
+        tag: b"t",
         key,
         expected,
         epoch,
@@ -329,6 +330,7 @@ async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut Mult
     ));
     let events = [b"e".to_vec()];
     let append = |key: &'static u64| Append {
+        tag: b"t",
         key,
         expected: 0,
         epoch: 1,
@@ -422,12 +424,13 @@ fn row(version: u64, epoch: u64, state: &[u8]) -> Row {
     }
 }
 
-/// A log's head: no state.
+/// A log's head: its state is the tag of its last append (`t` for every
+/// append here).
 fn head(version: u64, epoch: u64) -> Row {
     Row {
         version,
         epoch,
-        state: None,
+        state: Some(b"t".to_vec()),
     }
 }
 

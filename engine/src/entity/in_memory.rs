@@ -287,7 +287,7 @@ impl<K: Hash + Eq + Clone + Send + 'static> Connection<K> for MemoryStore<K> {
                 expected: append.expected,
                 epoch: append.epoch,
                 version: append.expected + append.events.len() as u64,
-                state: None,
+                state: Some(append.tag.to_vec()),
                 events: append.events.to_vec(),
             })
             .collect();

@@ -5,8 +5,8 @@
 //! connects:
 //!
 //! - `t (key, version bigint, epoch bigint, state bytea)`, keyed by `key`:
-//!   one row per key; a log's row (its head) has no state, its version is
-//!   the log's length;
+//!   one row per key; a log's row (its head) keeps its last append's tag
+//!   as its state, and its version is the log's length;
 //! - `t_events (key, seq bigint, event bytea)`, keyed by `(key, seq)`: a
 //!   log's events, `seq` counting from 1.
 //!
@@ -342,7 +342,7 @@ impl<K: PgKey> Store<K> for PostgresStore {
 /// let connection = Store::<String>::connect(&store).await?;
 /// let key = String::from("cart-1");
 /// let events = [b"added".to_vec(), b"paid".to_vec()];
-/// let append = Append { key: &key, expected: 0, epoch: 1, events: &events };
+/// let append = Append { tag: b"t", key: &key, expected: 0, epoch: 1, events: &events };
 /// assert_eq!(connection.append(&[append]).await?, vec![true]);
 /// // The head's version is the log's length.
 /// assert_eq!(connection.read(&[&key]).await?[0].version, 2);
@@ -439,6 +439,7 @@ impl<K: PgKey> Connection<K> for PgConnection<K> {
                     &columns.event_keys,
                     &columns.event_seqs,
                     &columns.events,
+                    &columns.tags,
                 ],
                 "appending",
             )
@@ -568,6 +569,7 @@ struct AppendColumns<'a, P> {
     expected: Vec<i64>,
     versions: Vec<i64>,
     epochs: Vec<i64>,
+    tags: Vec<&'a [u8]>,
     event_keys: Vec<P>,
     event_seqs: Vec<i64>,
     events: Vec<&'a [u8]>,
@@ -580,6 +582,7 @@ impl<'a, P: Clone + Eq + Hash> AppendColumns<'a, P> {
             expected: Vec::with_capacity(appends.len()),
             versions: Vec::with_capacity(appends.len()),
             epochs: Vec::with_capacity(appends.len()),
+            tags: Vec::with_capacity(appends.len()),
             event_keys: Vec::new(),
             event_seqs: Vec::new(),
             events: Vec::new(),
@@ -603,6 +606,7 @@ impl<'a, P: Clone + Eq + Hash> AppendColumns<'a, P> {
             columns.keys.push(key);
             columns.expected.push(expected);
             columns.epochs.push(bigint(append.epoch, "epoch")?);
+            columns.tags.push(append.tag);
         }
         debug_assert!(
             distinct(&columns.keys),
@@ -661,18 +665,18 @@ impl Statements {
 )
 SELECT key FROM moved UNION ALL SELECT key FROM created"#
         );
-        // The heads move as writes do (with no state); only the events of
-        // heads that landed are inserted.
+        // The heads move as writes do (their state the append's tag);
+        // only the events of heads that landed are inserted.
         let append = format!(
-            r#"WITH a (key, expected, version, epoch) AS (
-    SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[])
+            r#"WITH a (key, expected, version, epoch, tag) AS (
+    SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[], $8::bytea[])
 ), moved AS (
-    UPDATE "{table}" AS t SET version = a.version, epoch = a.epoch, state = NULL
+    UPDATE "{table}" AS t SET version = a.version, epoch = a.epoch, state = a.tag
     FROM a WHERE t.key = a.key AND t.version = a.expected AND t.epoch <= a.epoch
     RETURNING t.key
 ), created AS (
-    INSERT INTO "{table}" (key, version, epoch)
-    SELECT key, version, epoch FROM a WHERE expected = 0
+    INSERT INTO "{table}" (key, version, epoch, state)
+    SELECT key, version, epoch, tag FROM a WHERE expected = 0
     ON CONFLICT (key) DO NOTHING
     RETURNING key
 ), landed AS (
@@ -946,6 +950,7 @@ mod tests {
         ));
         let events = [b"e".to_vec()];
         let append = Append {
+            tag: b"t",
             key: &key,
             expected: i64::MAX as u64,
             epoch: 0,
@@ -963,12 +968,14 @@ mod tests {
         let (one, two) = ([b"x".to_vec()], [b"y".to_vec(), b"z".to_vec()]);
         let appends = [
             Append {
+                tag: b"t",
                 key: &a,
                 expected: 3,
                 epoch: 1,
                 events: &one,
             },
             Append {
+                tag: b"t",
                 key: &b,
                 expected: 0,
                 epoch: 1,

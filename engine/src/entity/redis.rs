@@ -7,7 +7,8 @@
 //!
 //! - the hash `p:k`, fields `version` and `epoch` (decimal text) and
 //!   `state` (the encoded state, bytes as given). A log's hash (its head)
-//!   has no `state`; its version is the log's length;
+//!   keeps its last append's tag as its `state`; its version is the log's
+//!   length;
 //! - for a log, the list `p:k:events`: the event of sequence `s` at index
 //!   `s - 1`, so the list is as long as the head's version. A list rather
 //!   than a hash of sequences: a log's events are dense, only ever added
@@ -143,14 +144,13 @@ for i = 1, #KEYS, 2 do
     for from = first, last, 1000 do
       redis.call('RPUSH', events, unpack(ARGV, from, math.min(from + 999, last)))
     end
-    redis.call('HSET', head, 'version', version, 'epoch', epoch)
-    redis.call('HDEL', head, 'state')
+    redis.call('HSET', head, 'version', version, 'epoch', epoch, 'state', ARGV[last + 1])
     seen[head] = { version, epoch }
     landed[#landed + 1] = 1
   else
     landed[#landed + 1] = 0
   end
-  at = last
+  at = last + 1
 end
 return landed
 "
@@ -347,7 +347,7 @@ impl<K: fmt::Display> Store<K> for RedisStore {
 /// let connection = Store::<String>::connect(&store).await?;
 /// let key = String::from("cart-1");
 /// let events = [b"added".to_vec(), b"paid".to_vec()];
-/// let append = Append { key: &key, expected: 0, epoch: 1, events: &events };
+/// let append = Append { tag: b"t", key: &key, expected: 0, epoch: 1, events: &events };
 /// // Pushed to the list `carts:cart-1:events`.
 /// assert_eq!(connection.append(&[append]).await?, vec![true]);
 /// // The head's version is the log's length.
@@ -457,6 +457,7 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
             for event in append.events {
                 invocation.arg(event.as_slice());
             }
+            invocation.arg(append.tag);
         }
         let landed = invocation
             .invoke_async(&mut self.connection.clone())
@@ -549,7 +550,7 @@ fn connect_hint(err: &RedisError) -> &'static str {
     let auth = err.kind() == ErrorKind::AuthenticationFailed
         || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
     if auth {
-        "check the user and password in the URL, and that the user may run EVALSHA, SCRIPT, HMGET, HSET, HDEL, TYPE and RPUSH"
+        "check the user and password in the URL, and that the user may run EVALSHA, SCRIPT, HMGET, HSET, TYPE and RPUSH"
     } else if err.is_timeout() {
         "no answer within 5 seconds: is the host reachable, and the server not stalled?"
     } else {
@@ -679,6 +680,7 @@ mod tests {
     fn an_append_s_version_counts_its_events() {
         let events = [b"a".to_vec(), b"b".to_vec()];
         let append = Append {
+            tag: b"t",
             key: &1_u8,
             expected: 4,
             epoch: 0,
@@ -686,6 +688,7 @@ mod tests {
         };
         assert_eq!(moved_to(&append), Ok(6));
         let full = Append {
+            tag: b"t",
             expected: u64::MAX - 1,
             ..append
         };

@@ -10,8 +10,8 @@
 //! - the row is absent and `v == 0`, or
 //! - the row's version is `v` and its epoch is at most `e`;
 //!
-//! and then sets version, epoch and state (or appends the events) in the
-//! same step. Writes of one request are judged each on its own: one that
+//! and then sets version, epoch and state (or appends the events, and
+//! keeps the append's tag as the state) in the same step. Writes of one request are judged each on its own: one that
 //! does not land leaves the others as they are.
 
 use std::fmt;
@@ -112,6 +112,9 @@ pub struct Append<'a, K> {
     /// The encoded events, in order: sequences `expected + 1 ..=
     /// expected + events.len()`.
     pub events: &'a [Vec<u8>],
+    /// A mark of this append, kept as the head's state: a lost append is
+    /// told from another at the same length by it.
+    pub tag: &'a [u8],
 }
 
 /// Why a store request did not succeed, and so what is known of it.

@@ -23,7 +23,7 @@
 //! reading it back tells landed from absent. Every key ends in exactly one
 //! answer; the trip answers when every key has one.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
@@ -58,6 +58,10 @@ pub(crate) struct Carrier<K, St: Store<K>, Sh: Shape<I>, I> {
     memory: RefCell<Memory<K, Sh::Base>>,
     shape: Sh,
     settings: Settings,
+    /// This carrier's own in the tags of its appends (random), and the
+    /// appends tagged so far.
+    nonce: u64,
+    tags: Cell<u64>,
 }
 
 /// One key's batch on its way through the trip.
@@ -119,6 +123,11 @@ where
             memory: RefCell::new(Memory::new(remember)),
             shape,
             settings,
+            nonce: std::hash::BuildHasher::hash_one(
+                &std::collections::hash_map::RandomState::new(),
+                0_u8,
+            ),
+            tags: Cell::new(0),
         })
     }
 
@@ -270,20 +279,25 @@ where
                 }
             };
             match applied {
-                Err(why) => run.answer = Some(Err(Failure::NotApplied(why.into()))),
-                Ok(applied) if applied.count == 0 => run.answer = Some(Ok(applied.outs)),
-                Ok(applied) => sending.push(Sending {
-                    run: at,
-                    change: applied.change,
-                    sent: Sent {
-                        expected: version,
-                        version: version + applied.count,
-                        epoch,
-                        outs: applied.outs,
-                        after: applied.after,
-                        state: None,
-                    },
-                }),
+                Err(why) => self.answer_unsent(run, Err(Failure::NotApplied(why.into()))),
+                Ok(applied) if applied.count == 0 => self.answer_unsent(run, Ok(applied.outs)),
+                Ok(applied) => {
+                    // A log's append carries a tag of its own, kept as the
+                    // head's state, by which it is told from another.
+                    let tag = matches!(applied.change, Change::Events(_)).then(|| self.tag());
+                    sending.push(Sending {
+                        run: at,
+                        change: applied.change,
+                        sent: Sent {
+                            expected: version,
+                            version: version + applied.count,
+                            epoch,
+                            outs: applied.outs,
+                            after: applied.after,
+                            state: tag,
+                        },
+                    })
+                }
             }
         }
         sending
@@ -337,9 +351,8 @@ where
                 base,
             }),
             Err(why) => {
-                run.answer = Some(Err(Failure::NotApplied(
-                    format!("the key's state as stored does not decode: {why}").into(),
-                )));
+                let why = format!("the key's state as stored does not decode: {why}");
+                self.answer_unsent(run, Err(Failure::NotApplied(why.into())));
                 None
             }
         }
@@ -365,6 +378,7 @@ where
                             Change::Events(events) => events,
                             _ => &[],
                         },
+                        tag: s.sent.state.as_deref().unwrap_or(&[]),
                     })
                     .collect();
                 connection.append(&appends).await?
@@ -415,8 +429,7 @@ where
                     } else if let Some(earlier) = run.suspect.take() {
                         // The same write, sent before, may have landed
                         // since: look for it before folding again.
-                        self.memory.borrow_mut().forget(&run.key);
-                        run.lost = Some(earlier);
+                        self.look_again(run, earlier, *give_up);
                     } else {
                         Counts::add(&counts.conflicts, 1);
                         self.conflicted(run);
@@ -426,29 +439,27 @@ where
             Err(err) if err.may_have_applied() && !self.settings.resolve_within.is_zero() => {
                 Counts::add(&counts.lost, sending.len() as u64);
                 give_up.get_or_insert_with(|| Instant::now() + self.settings.resolve_within);
-                let mut memory = self.memory.borrow_mut();
                 for sending in sending {
                     let run = &mut runs[sending.run];
-                    memory.forget(&run.key);
                     let mut sent = sending.sent;
                     if let Change::State(state) = sending.change {
                         sent.state = Some(state);
                     }
-                    run.lost = Some(sent);
+                    run.suspect = None;
+                    self.look_again(run, sent, *give_up);
                 }
             }
             Err(err) => {
                 let failure = answer_for(&err);
-                let mut memory = self.memory.borrow_mut();
                 for sending in sending {
                     let run = &mut runs[sending.run];
-                    memory.forget(&run.key);
                     if let Some(earlier) = run.suspect.take() {
                         // This one was not applied, but an earlier copy,
                         // lost, may still land: look for it.
-                        run.lost = Some(earlier);
+                        self.look_again(run, earlier, *give_up);
                         continue;
                     }
+                    self.memory.borrow_mut().forget(&run.key);
                     if matches!(failure, Failure::Unknown(_)) {
                         Counts::add(&counts.unknown, 1);
                     }
@@ -456,6 +467,57 @@ where
                 }
             }
         }
+    }
+
+    /// `run`'s write `sent` may have landed: its key is read back next
+    /// round, unless `give_up` has passed (then it is answered `Unknown`).
+    fn look_again(
+        &self,
+        run: &mut Run<K, I, Sh::Base, Sh::Out>,
+        sent: Sent<Sh::Base, Sh::Out>,
+        give_up: Option<Instant>,
+    ) {
+        self.memory.borrow_mut().forget(&run.key);
+        if give_up.is_some_and(|give_up| Instant::now() >= give_up) {
+            Counts::add(&self.settings.counts.unknown, 1);
+            run.answer = Some(Err(Failure::Unknown(
+                format!(
+                    "the write's outcome was lost and not told within {:?}",
+                    self.settings.resolve_within
+                )
+                .into(),
+            )));
+            return;
+        }
+        run.lost = Some(sent);
+    }
+
+    /// Answers `run` without a write of this round, or, if an earlier
+    /// copy of its write is still out (lost, then found absent), `Unknown`:
+    /// that copy may land yet.
+    fn answer_unsent(
+        &self,
+        run: &mut Run<K, I, Sh::Base, Sh::Out>,
+        answer: Result<Vec<Sh::Out>, Failure>,
+    ) {
+        run.answer = Some(match run.suspect.take() {
+            None => answer,
+            Some(_) => {
+                Counts::add(&self.settings.counts.unknown, 1);
+                Err(Failure::Unknown(
+                    "an earlier copy of the write, lost, may still land".into(),
+                ))
+            }
+        });
+    }
+
+    /// A tag no other append of this process carries.
+    fn tag(&self) -> Vec<u8> {
+        let count = self.tags.get();
+        self.tags.set(count + 1);
+        let mut tag = self.nonce.to_le_bytes().to_vec();
+        tag.extend_from_slice(&count.to_le_bytes());
+        tag
     }
 
     /// `run`'s write landed as `sent`: remembered and answered.
