@@ -206,7 +206,12 @@ struct Args {
     /// Waiting inputs at most: per shard for ferry and batcher, in total for
     /// single-lock and single-lock-fifo, per key for batch-aint-one (in total
     /// when unkeyed)
-    #[arg(long, hide_short_help = true, value_name = "Q", default_value_t = 1_000_000)]
+    #[arg(
+        long,
+        hide_short_help = true,
+        value_name = "Q",
+        default_value_t = 1_000_000
+    )]
     max_waiting: usize,
 
     /// Keys' batches per trip at most (ferry-trips); multi-key's batches

@@ -70,8 +70,7 @@ use futures::channel::oneshot;
 use hdrhistogram::Histogram;
 
 use super::{
-    lock, new_histogram, Attempt, Contents, Rounds, StoreError, Write,
-    WRITE_ATTEMPTS_MAX,
+    lock, new_histogram, Attempt, Contents, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX,
 };
 use crate::overload;
 
