@@ -453,6 +453,20 @@ fn the_log_keeps_every_event_in_order_through_faults(runtime: Runtime) {
 }
 on_each_runtime!(the_log_keeps_every_event_in_order_through_faults);
 
+fn a_shard_takes_its_connections_in_turn(runtime: Runtime) {
+    let store = MemoryStore::<u32>::new();
+    let accounts = accounts(runtime, &store, Options::default().connections(3));
+    assert_eq!(store.requests().connects, 6, "two shards, three each");
+    let answers =
+        futures::executor::block_on(join_all((0..200).map(|n| accounts.submit(n % 7, 1))));
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    for key in 0..7 {
+        let expected = (0..200).filter(|n| n % 7 == key).count() as u64;
+        assert_eq!(store.row(&key).unwrap().version, expected, "key {key}");
+    }
+}
+on_each_runtime!(a_shard_takes_its_connections_in_turn);
+
 fn a_store_out_of_reach_fails_the_start(runtime: Runtime) {
     let store = MemoryStore::<u32>::new();
     store.faults(|request| (request == Request::Connect).then_some(Fault::Break));

@@ -57,6 +57,7 @@ pub struct Options<C = Json> {
     pub(crate) resolve_within: Duration,
     pub(crate) write_attempts: u32,
     pub(crate) remember: usize,
+    pub(crate) connections: usize,
 }
 
 impl Default for Options<Json> {
@@ -67,6 +68,7 @@ impl Default for Options<Json> {
             resolve_within: DEFAULT_RESOLVE_WITHIN,
             write_attempts: DEFAULT_WRITE_ATTEMPTS,
             remember: DEFAULT_REMEMBER,
+            connections: 1,
         }
     }
 }
@@ -94,6 +96,7 @@ impl<C> Options<C> {
             resolve_within: self.resolve_within,
             write_attempts: self.write_attempts,
             remember: self.remember,
+            connections: self.connections,
         }
     }
 
@@ -140,6 +143,21 @@ impl<C> Options<C> {
     /// ```
     pub fn write_attempts(mut self, attempts: u32) -> Self {
         self.write_attempts = attempts.max(1);
+        self
+    }
+
+    /// How many connections each shard makes (default 1, at least 1); its
+    /// trips take them in turn. A store that commits each request on its
+    /// own (PostgreSQL: a commit waits for its flush to disk) serves the
+    /// trips of a shard one after another on one connection; on several,
+    /// their commits share a flush. A key is in one trip at a time
+    /// whatever the count.
+    ///
+    /// ```
+    /// let _ = ferry::entity::Options::default().connections(4);
+    /// ```
+    pub fn connections(mut self, connections: usize) -> Self {
+        self.connections = connections.max(1);
         self
     }
 

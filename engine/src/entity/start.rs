@@ -138,11 +138,12 @@ where
         let store = Arc::new(store);
         let counts = Arc::new(Counts::default());
         let shared = Arc::clone(&counts);
-        let (epoch, resolve_within, write_attempts, remember) = (
+        let (epoch, resolve_within, write_attempts, remember, connections) = (
             options.epoch,
             options.resolve_within,
             options.write_attempts,
             options.remember,
+            options.connections,
         );
         let engine = self.try_start_trips(move |_shard| {
             let settings = Settings {
@@ -151,7 +152,8 @@ where
                 write_attempts,
                 counts: Arc::clone(&shared),
             };
-            let started = Carrier::start(Arc::clone(&store), shape(), settings, remember);
+            let started =
+                Carrier::start(Arc::clone(&store), shape(), settings, remember, connections);
             async move {
                 let carrier = Rc::new(started.await?);
                 Ok::<_, StoreError>(move |trip| Rc::clone(&carrier).carry(trip))

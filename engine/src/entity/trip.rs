@@ -44,6 +44,9 @@ use super::store::{Append, Connection, Row, Store, StoreError, Write};
 /// How a shard connects, again after its connection breaks.
 type Connect<C> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = Result<C, StoreError>>>>>;
 
+/// One of a shard's connections.
+type Link<C> = Reconnect<C, Connect<C>>;
+
 /// What a trip needs besides its batches, shared by the shard's trips.
 pub(crate) struct Settings {
     pub(crate) epoch: Epoch,
@@ -54,7 +57,10 @@ pub(crate) struct Settings {
 
 /// A shard's way to its store: its connection, its memory of its keys.
 pub(crate) struct Carrier<K, St: Store<K>, Sh: Shape<I>, I> {
-    link: Reconnect<St::Connection, Connect<St::Connection>>,
+    /// The shard's connections, each made again after it breaks; trips
+    /// take them in turn.
+    links: Vec<Link<St::Connection>>,
+    turn: Cell<usize>,
     memory: RefCell<Memory<K, Sh::Base>>,
     shape: Sh,
     settings: Settings,
@@ -106,20 +112,27 @@ where
     Sh: Shape<I>,
     I: 'static,
 {
-    /// Connects to `store` (failing the start if it cannot) and keeps up
-    /// to `remember` keys in mind.
+    /// Makes `connections` connections to `store` (failing the start if
+    /// one cannot be made) and keeps up to `remember` keys in mind.
     pub(crate) async fn start(
         store: Arc<St>,
         shape: Sh,
         settings: Settings,
         remember: usize,
+        connections: usize,
     ) -> Result<Self, StoreError> {
-        let connect: Connect<St::Connection> = Box::new(move || {
+        let mut links = Vec::with_capacity(connections);
+        for _ in 0..connections.max(1) {
             let store = Arc::clone(&store);
-            Box::pin(async move { store.connect().await })
-        });
+            let connect: Connect<St::Connection> = Box::new(move || {
+                let store = Arc::clone(&store);
+                Box::pin(async move { store.connect().await })
+            });
+            links.push(Reconnect::start(connect).await?);
+        }
         Ok(Self {
-            link: Reconnect::start(connect).await?,
+            links,
+            turn: Cell::new(0),
             memory: RefCell::new(Memory::new(remember)),
             shape,
             settings,
@@ -147,6 +160,9 @@ where
                 answer: None,
             })
             .collect();
+        let turn = self.turn.get();
+        self.turn.set(turn.wrapping_add(1));
+        let link = &self.links[turn % self.links.len()];
         let mut give_up: Option<Instant> = None;
         loop {
             let pending: Vec<usize> = (0..runs.len())
@@ -158,7 +174,7 @@ where
             if pending.iter().any(|&at| runs[at].lost.is_some()) {
                 tokio::time::sleep(RESOLVE_PAUSE).await;
             }
-            self.round(&mut runs, &pending, &mut give_up).await;
+            self.round(link, &mut runs, &pending, &mut give_up).await;
         }
         runs.into_iter()
             .map(|run| {
@@ -168,28 +184,29 @@ where
             .collect()
     }
 
-    /// One round at the keys `pending`.
+    /// One round at the keys `pending`, through `link`.
     async fn round(
         &self,
+        link: &Link<St::Connection>,
         runs: &mut [Run<K, I, Sh::Base, Sh::Out>],
         pending: &[usize],
         give_up: &mut Option<Instant>,
     ) {
-        let connection = match self.link.client().await {
+        let connection = match link.client().await {
             Ok(connection) => connection,
             Err(away) => {
                 let why = StoreError::Broken(away.to_string());
                 return self.fail(runs, pending, &why, *give_up);
             }
         };
-        let read = self.read(&connection, runs, pending, *give_up).await;
+        let read = self.read(link, &connection, runs, pending, *give_up).await;
         let sending = self.judge(runs, pending, read);
         if sending.is_empty() {
             return;
         }
         let sent = self.send(&connection, runs, &sending).await;
         if sent.as_ref().is_err_and(StoreError::breaks_connection) {
-            self.link.broken(&connection);
+            link.broken(&connection);
         }
         self.settle(runs, sending, sent, give_up);
     }
@@ -198,6 +215,7 @@ where
     /// answered (or left to look for again) the keys it was for.
     async fn read(
         &self,
+        link: &Link<St::Connection>,
         connection: &Rc<St::Connection>,
         runs: &mut [Run<K, I, Sh::Base, Sh::Out>],
         pending: &[usize],
@@ -231,7 +249,7 @@ where
             }
             Err(err) => {
                 if err.breaks_connection() {
-                    self.link.broken(connection);
+                    link.broken(connection);
                 }
                 self.fail(runs, &wanted, &err, give_up);
                 Vec::new()
