@@ -33,6 +33,7 @@ mod entity_postgres;
 mod entity_redis;
 mod faults;
 mod handover;
+mod http_accounts;
 mod servers;
 mod tokio_in_batch;
 
