@@ -1,17 +1,22 @@
-//! A keyed Kafka topic applied to PostgreSQL through `ferry::kafka`, each
-//! record's effect exactly once, across rebalances and restarts.
+//! A keyed Kafka topic applied to PostgreSQL through `ferry::kafka` and
+//! `ferry::entity`, each record's effect exactly once, across rebalances
+//! and restarts.
 //!
-//! Records are (account, amount), keyed by account. A consumer group
-//! member feeds them to an engine whose batch function adds one account's
-//! amounts in one statement, through its shard's own connection. The
-//! statement is a fenced write (docs/scale-out.md):
+//! Records are (account, amount), keyed by account. The service's own part
+//! is the fold (what a record does to its account), a table name, a
+//! connection string and the consumer's settings. The library does the
+//! rest: the consumer submits each record and commits what is answered;
+//! the entities batch each account's records, carry many accounts in one
+//! statement, write each on the condition that it is still at the version
+//! it was folded from, and resolve a write whose reply was lost.
 //!
-//! - the partition's **owner epoch**, raised by the assignment hook when the
-//!   member is given the partition, must be at least the row's: a member
-//!   that lost the partition (and has not noticed) is refused;
-//! - only records above the account's **last applied offset** are added,
-//!   and that offset is written by the same statement: a record read again
-//!   after a crash or a handover is not added twice.
+//! The offset fence is the fold's: an account keeps the offset of the last
+//! record added, and a record at or below it (read again after a crash or
+//! a handover, from the partition's last commit) is refused, the balance
+//! unchanged; the consumer counts it answered. A member that lost the
+//! partition and still writes folded from a version the new owner has
+//! moved: its write does not land, the account is read again, and the
+//! record is refused then.
 //!
 //! The example makes its own topic, produces to it, consumes it until every
 //! partition is committed to its end, then reads the balances back and
@@ -22,109 +27,124 @@
 //! ```sh
 //! FERRY_KAFKA_BOOTSTRAP=127.0.0.1:9092 \
 //! FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \
-//!     cargo run -p ferry-engine --features kafka --example kafka_to_postgres
+//!     cargo run -p ferry-engine --features kafka,postgres --example kafka_to_postgres
 //! ```
 //!
 //! Without the variables it says how to start private servers and exits
 //! with status 2.
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::rc::Rc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferry::kafka::{Consumer, Failure, OnFailure, Partition, Record};
-use ferry::{Engine, FerryError, Runtime};
+use ferry::entity::{Codec, Connection, Entities, Json, PostgresStore, Store};
+use ferry::kafka::{Consumer, Failure, OnFailure, Record};
+use ferry::{FerryError, Order, Runtime};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
-use tokio_postgres::{Config, NoTls};
+
+// ---- The service's own part ------------------------------------------------
+
+/// An account as the table keeps it (JSON in its `state` column): its
+/// balance, and the offset of the last record added (-1: none yet).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Account {
+    balance: i64,
+    last_offset: i64,
+}
+
+impl Default for Account {
+    fn default() -> Self {
+        Account {
+            balance: 0,
+            last_offset: -1,
+        }
+    }
+}
+
+/// A record's input: its offset and amount.
+#[derive(Debug)]
+struct Deposit {
+    offset: i64,
+    amount: i64,
+}
+
+/// What one record does to its account: added once, the offset fence
+/// refusing it if it is at or below the last one added.
+fn apply(account: &mut Account, deposit: &Deposit) -> Result<i64, String> {
+    if deposit.offset <= account.last_offset {
+        return Err(format!(
+            "offset {} is added already (the account's last is {})",
+            deposit.offset, account.last_offset
+        ));
+    }
+    account.balance += deposit.amount;
+    account.last_offset = deposit.offset;
+    Ok(account.balance)
+}
+
+const TABLE: &str = "ferry_example_ledger";
+
+/// A record's key and input: the key is the topic and the account (the
+/// offsets an account keeps are its topic's), the value its amount.
+fn decode(record: &Record) -> Result<(String, Deposit), String> {
+    let account = record.key_str().ok_or("a record without a UTF-8 key")?;
+    let amount = record
+        .payload_str()
+        .and_then(|value| value.parse().ok())
+        .ok_or("a record whose value is not an amount")?;
+    let deposit = Deposit {
+        offset: record.offset,
+        amount,
+    };
+    Ok((format!("{}/{account}", record.topic), deposit))
+}
+
+/// The accounts: keyed by topic and account, each record answered with the
+/// new balance or why it was refused.
+type Accounts = Entities<String, Deposit, i64, String>;
+
+/// The accounts, and a consumer group member feeding them.
+fn start(bootstrap: &str, url: &str, topic: &str) -> Result<(Accounts, Consumer), String> {
+    let store = PostgresStore::new(url, TABLE).map_err(|err| err.to_string())?;
+    let accounts = Entities::builder()
+        .shards(2)
+        .pin(false)
+        // tokio-postgres's I/O on each shard's own thread.
+        .runtime(Runtime::Tokio)
+        // A retried record goes ahead of its account's later ones.
+        .order(Order::by(|deposit: &Deposit| deposit.offset))
+        .start_entities(store, apply)
+        .map_err(|err| err.to_string())?;
+    let consumer = Consumer::builder(accounts.engine().clone(), decode)
+        .bootstrap_servers(bootstrap)
+        .group_id(&format!("{topic}-writers"))
+        .topic(topic)
+        .set("auto.offset.reset", "earliest")
+        .on_failure(|failed| match failed.failure {
+            // Not applied, or unknown whether: sent again; if it had
+            // landed, the fold refuses it now.
+            Failure::Answered(FerryError::Failed(_)) if failed.attempt < 5 => OnFailure::Retry,
+            // Anything else: stop feeding the partition (nothing is
+            // committed past the record).
+            other => {
+                eprintln!("stopping {}: {other}", failed.record.partition());
+                OnFailure::Stop
+            }
+        })
+        .start()
+        .map_err(|err| err.to_string())?;
+    Ok((accounts, consumer))
+}
+
+// ---- Driving it ---------------------------------------------------------------
 
 const PARTITIONS: i32 = 4;
 const ACCOUNTS: u64 = 50;
 const RECORDS: u64 = 5_000;
 const WITHIN: Duration = Duration::from_secs(120);
-
-const HOW_TO: &str = "\
-kafka_to_postgres needs a Kafka broker and a PostgreSQL server:
-  FERRY_KAFKA_BOOTSTRAP=127.0.0.1:9092 FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \\
-      cargo run -p ferry-engine --features kafka --example kafka_to_postgres
-A private broker: `.ci/kafka-jars` fetches Apache Kafka's jars; format a
-storage directory with `java -cp 'LIBS/*' kafka.tools.StorageTool format`
-and start `java -cp 'LIBS/*' kafka.Kafka server.properties` (one KRaft node:
-engine/tests/kafka/broker.rs writes such a server.properties). A private
-PostgreSQL: see the postgres_counters example.";
-
-/// The partitions' owner epochs (one row per partition: raised by each
-/// new owner) and the accounts (balance, the epoch of the owner that wrote
-/// last, the offset of the last record added).
-const SET_UP: &str = "\
-CREATE TABLE IF NOT EXISTS ferry_example_kafka_epochs (
-    topic text NOT NULL, partition int NOT NULL, epoch bigint NOT NULL,
-    PRIMARY KEY (topic, partition));
-CREATE TABLE IF NOT EXISTS ferry_example_kafka_accounts (
-    topic text NOT NULL, account text NOT NULL, balance bigint NOT NULL,
-    owner_epoch bigint NOT NULL, last_offset bigint NOT NULL,
-    PRIMARY KEY (topic, account));";
-
-/// Taking a partition: its epoch raised, the new value returned.
-const TAKE: &str = "\
-INSERT INTO ferry_example_kafka_epochs (topic, partition, epoch) VALUES ($1, $2, 1)
-ON CONFLICT (topic, partition) DO UPDATE SET epoch = ferry_example_kafka_epochs.epoch + 1
-RETURNING epoch";
-
-/// One account's batch, one statement: the amounts of the records above the
-/// account's last applied offset are added, if the row's owner epoch is not
-/// newer than ours. No row returned: fenced.
-const APPLY: &str = "\
-INSERT INTO ferry_example_kafka_accounts AS a (topic, account, balance, owner_epoch, last_offset)
-SELECT $1, $2, sum(t.amount)::bigint, $3, max(t.offset_)
-  FROM unnest($4::bigint[], $5::bigint[]) AS t(offset_, amount)
-ON CONFLICT (topic, account) DO UPDATE
-   SET balance = a.balance + (SELECT coalesce(sum(t.amount), 0)::bigint
-                                FROM unnest($4::bigint[], $5::bigint[]) AS t(offset_, amount)
-                               WHERE t.offset_ > a.last_offset),
-       last_offset = greatest(a.last_offset, EXCLUDED.last_offset),
-       owner_epoch = EXCLUDED.owner_epoch
- WHERE a.owner_epoch <= EXCLUDED.owner_epoch
-RETURNING a.balance";
-
-/// A record's input: its partition (for the epoch), offset and amount.
-#[derive(Debug)]
-struct Input {
-    partition: i32,
-    offset: i64,
-    amount: i64,
-}
-
-/// Why a batch was not applied.
-#[derive(Clone, Debug)]
-enum ApplyError {
-    /// A newer owner holds the partition: nothing applied; the records are
-    /// theirs now.
-    Fenced { partition: i32 },
-    /// The store failed: nothing applied (the statement is one transaction),
-    /// or, if the connection broke after sending it, perhaps applied — then
-    /// the last applied offset keeps a retry from adding it twice.
-    Store(String),
-}
-
-impl std::fmt::Display for ApplyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ApplyError::Fenced { partition } => {
-                write!(f, "fenced: partition {partition} has a newer owner")
-            }
-            ApplyError::Store(why) => write!(f, "the store failed: {why}"),
-        }
-    }
-}
-
-/// The epoch this member took each partition with.
-type Epochs = Arc<Mutex<HashMap<i32, i64>>>;
 
 fn main() -> ExitCode {
     let (Ok(bootstrap), Ok(url)) = (
@@ -144,19 +164,6 @@ fn main() -> ExitCode {
 }
 
 fn run(bootstrap: &str, url: &str) -> Result<(), String> {
-    let config: Config = url
-        .parse()
-        .map_err(|err| format!("FERRY_POSTGRES_URL: {err}"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|err| err.to_string())?;
-    let client = Arc::new(runtime.block_on(connect(&config))?);
-    runtime
-        .block_on(client.batch_execute(SET_UP))
-        .map_err(|err| format!("setting up the tables: {err}"))?;
-
     let topic = std::env::var("FERRY_EXAMPLE_TOPIC").unwrap_or_else(|_| {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -164,49 +171,27 @@ fn run(bootstrap: &str, url: &str) -> Result<(), String> {
         format!("ferry-example-ledger-{}", now.as_secs())
     });
     let expected = produce(bootstrap, &topic)?;
-
-    let epochs: Epochs = Arc::default();
-    let engine = start_engine(config, &topic, &epochs)?;
-    let (take_client, handle, take_topic) =
-        (client.clone(), runtime.handle().clone(), topic.clone());
-    let group = format!("{topic}-writers");
-    let consumer = Consumer::builder(engine, decode)
-        .bootstrap_servers(bootstrap)
-        .group_id(&group)
-        .topic(&topic)
-        .set("auto.offset.reset", "earliest")
-        // Before any record of a newly assigned partition is fetched:
-        // take it at the store, so that its previous owner is fenced.
-        .on_assign(move |partitions: &[Partition]| {
-            for partition in partitions {
-                let row = handle
-                    .block_on(take_client.query_one(TAKE, &[&take_topic, &partition.partition]))
-                    .map_err(|err| format!("taking {partition}: {err}"))?;
-                let epoch: i64 = row.get(0);
-                epochs_insert(&epochs, partition.partition, epoch);
-                println!("took {partition} at epoch {epoch}");
-            }
-            Ok(())
-        })
-        .on_failure(|failed| match failed.failure {
-            Failure::Answered(FerryError::Failed(ApplyError::Store(_))) if failed.attempt < 5 => {
-                OnFailure::Retry
-            }
-            // Fenced: the partition is someone else's now; stop feeding it
-            // (nothing is committed past the record: its owner reads it).
-            other => {
-                eprintln!("stopping {}: {other}", failed.record.partition());
-                OnFailure::Stop
-            }
-        })
-        .start()
-        .map_err(|err| err.to_string())?;
-
-    let started = Instant::now();
     let ends = end_offsets(bootstrap, &topic)?;
-    while committed(bootstrap, &group, &topic)? != ends {
+    let (accounts, consumer) = start(bootstrap, url, &topic)?;
+    let started = Instant::now();
+    loop {
+        let progress = consumer.progress();
+        let committed: BTreeMap<i32, i64> = progress
+            .partitions
+            .iter()
+            .filter_map(|(partition, at)| Some((partition.partition, at.committed?)))
+            .collect();
+        if committed == ends {
+            println!(
+                "{RECORDS} records in {:?}: {} submitted, {} answered, {} retried",
+                started.elapsed(),
+                progress.submitted,
+                progress.answered,
+                progress.retried
+            );
+            break;
+        }
         if consumer.is_finished() || started.elapsed() > WITHIN {
-            let progress = consumer.progress();
             consumer.close().map_err(|err| err.to_string())?;
             return Err(format!(
                 "not committed to the end within {WITHIN:?}: {progress:?}"
@@ -214,109 +199,17 @@ fn run(bootstrap: &str, url: &str) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let progress = consumer.progress();
     consumer.close().map_err(|err| err.to_string())?;
+    let store = accounts.store_stats();
+    accounts.close();
+    accounts.join();
     println!(
-        "{RECORDS} records in {:?}: {} submitted, {} answered, {} retried",
-        started.elapsed(),
-        progress.submitted,
-        progress.answered,
-        progress.retried
+        "{} statements ({} conflicts, {} lost replies)",
+        store.requests(),
+        store.conflicts,
+        store.lost
     );
-    check(&runtime, &client, &topic, &expected)
-}
-
-/// The records' key and input: the key is the account, the value its
-/// amount.
-fn decode(record: &Record) -> Result<(String, Input), String> {
-    let account = record
-        .key_str()
-        .ok_or("a record without a UTF-8 key")?
-        .to_owned();
-    let amount = record
-        .payload_str()
-        .and_then(|value| value.parse().ok())
-        .ok_or("a record whose value is not an amount")?;
-    let input = Input {
-        partition: record.partition,
-        offset: record.offset,
-        amount,
-    };
-    Ok((account, input))
-}
-
-fn epochs_insert(epochs: &Epochs, partition: i32, epoch: i64) {
-    epochs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(partition, epoch);
-}
-
-/// Two shards on tokio, each with its own connection and the statement
-/// prepared on it.
-fn start_engine(
-    config: Config,
-    topic: &str,
-    epochs: &Epochs,
-) -> Result<Engine<String, Input, (), ApplyError>, String> {
-    let (topic, epochs) = (topic.to_owned(), epochs.clone());
-    Engine::builder()
-        .shards(2)
-        .pin(false)
-        .runtime(Runtime::Tokio)
-        .max_batch_size(256)
-        .try_start(move |shard| {
-            let (config, topic, epochs) = (config.clone(), topic.clone(), epochs.clone());
-            async move {
-                let client = Rc::new(
-                    connect(&config)
-                        .await
-                        .map_err(|err| format!("{shard}: {err}"))?,
-                );
-                let apply = client
-                    .prepare(APPLY)
-                    .await
-                    .map_err(|err| format!("{shard}: {err}"))?;
-                Ok::<_, String>(move |account: String, inputs: Vec<Input>| {
-                    let (client, apply, topic, epochs) =
-                        (client.clone(), apply.clone(), topic.clone(), epochs.clone());
-                    async move {
-                        let partition = inputs[0].partition;
-                        let epoch = epochs
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get(&partition)
-                            .copied();
-                        let epoch = epoch.ok_or(ApplyError::Fenced { partition })?;
-                        let offsets: Vec<i64> = inputs.iter().map(|i| i.offset).collect();
-                        let amounts: Vec<i64> = inputs.iter().map(|i| i.amount).collect();
-                        let rows = client
-                            .query(&apply, &[&topic, &account, &epoch, &offsets, &amounts])
-                            .await
-                            .map_err(|err| ApplyError::Store(err.to_string()))?;
-                        if rows.is_empty() {
-                            return Err(ApplyError::Fenced { partition });
-                        }
-                        Ok(vec![(); inputs.len()])
-                    }
-                })
-            }
-        })
-        .map_err(|err| format!("the engine did not start: {err}"))
-}
-
-/// Connects, the connection's I/O on the current tokio runtime.
-async fn connect(config: &Config) -> Result<tokio_postgres::Client, String> {
-    let (client, connection) = config
-        .connect(NoTls)
-        .await
-        .map_err(|err| format!("connecting: {err}"))?;
-    tokio::spawn(async move {
-        if let Err(err) = connection.await {
-            eprintln!("kafka_to_postgres: a connection broke: {err}");
-        }
-    });
-    Ok(client)
+    check(url, &topic, &expected)
 }
 
 /// Makes the topic (unless it is there) and produces the records; returns
@@ -374,45 +267,35 @@ fn end_offsets(bootstrap: &str, topic: &str) -> Result<BTreeMap<i32, i64>, Strin
         .collect()
 }
 
-/// The offsets `group` committed for `topic`, read back from the broker.
-fn committed(bootstrap: &str, group: &str, topic: &str) -> Result<BTreeMap<i32, i64>, String> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", group)
-        .create()
+/// The balances read back (through the store, on a connection of its own)
+/// equal what was produced: on a topic produced to more than once, each
+/// run's records count once.
+fn check(url: &str, topic: &str, produced: &BTreeMap<String, i64>) -> Result<(), String> {
+    let store = PostgresStore::new(url, TABLE).map_err(|err| err.to_string())?;
+    let keys: Vec<String> = produced
+        .keys()
+        .map(|account| format!("{topic}/{account}"))
+        .collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .map_err(|err| err.to_string())?;
-    let mut list = TopicPartitionList::new();
-    for partition in 0..PARTITIONS {
-        list.add_partition(topic, partition);
-    }
-    let list = consumer
-        .committed_offsets(list, Duration::from_secs(10))
-        .map_err(|err| format!("reading {group}'s commits: {err}"))?;
-    Ok(list
-        .elements()
-        .iter()
-        .filter_map(|e| match e.offset() {
-            Offset::Offset(offset) => Some((e.partition(), offset)),
-            _ => None,
-        })
-        .collect())
-}
-
-/// The balances read back equal what was produced (on a topic produced to
-/// more than once, each run's records count once).
-fn check(
-    runtime: &tokio::runtime::Runtime,
-    client: &tokio_postgres::Client,
-    topic: &str,
-    produced: &BTreeMap<String, i64>,
-) -> Result<(), String> {
     let rows = runtime
-        .block_on(client.query(
-            "SELECT account, balance FROM ferry_example_kafka_accounts WHERE topic = $1",
-            &[&topic],
-        ))
+        .block_on(async {
+            let connection = Store::<String>::connect(&store).await?;
+            connection.read(&keys.iter().collect::<Vec<_>>()).await
+        })
         .map_err(|err| format!("reading back: {err}"))?;
-    let balances: BTreeMap<String, i64> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+    let mut balances = BTreeMap::new();
+    for (account, row) in produced.keys().zip(rows) {
+        let read: Account = match row.state {
+            Some(state) => Json
+                .decode(&state)
+                .map_err(|err| format!("{account}: {err}"))?,
+            None => Account::default(), // never written
+        };
+        balances.insert(account.clone(), read.balance);
+    }
     let runs = balances
         .iter()
         .next()
@@ -433,3 +316,13 @@ fn check(
     );
     Ok(())
 }
+
+const HOW_TO: &str = "\
+kafka_to_postgres needs a Kafka broker and a PostgreSQL server:
+  FERRY_KAFKA_BOOTSTRAP=127.0.0.1:9092 FERRY_POSTGRES_URL=postgres://ferry@127.0.0.1:5433/postgres \\
+      cargo run -p ferry-engine --features kafka,postgres --example kafka_to_postgres
+A private broker: `.ci/kafka-jars` fetches Apache Kafka's jars; format a
+storage directory with `java -cp 'LIBS/*' kafka.tools.StorageTool format`
+and start `java -cp 'LIBS/*' kafka.Kafka server.properties` (one KRaft node:
+engine/tests/kafka/broker.rs writes such a server.properties). A private
+PostgreSQL: see the postgres_counters example.";

@@ -31,11 +31,11 @@ engine/tests/kafka/broker.rs writes such a server.properties)";
 /// number and its produce time). Then, for each of --systems, starts
 /// --members member processes in one consumer group, which apply every
 /// record to its key's row in PostgreSQL (tables --table-prefix_epochs
-/// and _keys), kills one with SIGKILL at --kill-member-at and starts a
-/// new one, and waits until the rows show every record applied. Prints
-/// per system records/s, lag, rebalances, kills, and the verdict: lost,
-/// applied twice, out of order. Exits non-zero if ferry's verdict with
-/// the fence is not exact.
+/// and _keys; ferry's, _entities), kills one with SIGKILL at
+/// --kill-member-at and starts a new one, and waits until the rows show
+/// every record applied. Prints per system records/s, lag, rebalances,
+/// kills, and the verdict: lost, applied twice, out of order. Exits
+/// non-zero if ferry's verdict with the fence is not exact.
 #[derive(Debug, Parser)]
 #[command(name = "ferry-load --source kafka", max_term_width = 100)]
 pub struct KafkaArgs {
@@ -85,8 +85,9 @@ pub struct KafkaArgs {
     #[arg(long, value_name = "D|P%")]
     kill_member_at: Option<KillAt>,
 
-    /// The control: no offset or epoch condition on the writes, so a
-    /// record read again after a kill is applied again
+    /// The control: no offset or epoch condition on the writes (ferry's
+    /// fold applies every record), so a record read again after a kill is
+    /// applied again
     #[arg(long)]
     no_fence: bool,
 
@@ -111,7 +112,7 @@ pub struct KafkaArgs {
     #[arg(long, value_name = "D", value_parser = parse_duration, default_value = "600s")]
     duration_limit: Duration,
 
-    /// The tables' prefix: PREFIX_epochs and PREFIX_keys
+    /// The tables' prefix: PREFIX_epochs, PREFIX_keys and PREFIX_entities
     #[arg(long, value_name = "PREFIX", default_value = DEFAULT_PREFIX)]
     table_prefix: String,
 

@@ -68,9 +68,20 @@ impl Tally {
         let now = now_us();
         let mut lag = self.lag.lock().unwrap_or_else(|e| e.into_inner());
         for rec in recs {
-            let from = rec.produced_us.max(self.start_us);
-            let _ = lag.record(u64::try_from(now - from).unwrap_or(0));
+            self.record(&mut lag, now, rec.produced_us);
         }
+    }
+
+    /// Records the lag, until now, of one record produced at
+    /// `produced_us`.
+    pub fn answered_one(&self, produced_us: i64) {
+        let mut lag = self.lag.lock().unwrap_or_else(|e| e.into_inner());
+        self.record(&mut lag, now_us(), produced_us);
+    }
+
+    fn record(&self, lag: &mut Histogram<u64>, now: i64, produced_us: i64) {
+        let from = produced_us.max(self.start_us);
+        let _ = lag.record(u64::try_from(now - from).unwrap_or(0));
     }
 }
 

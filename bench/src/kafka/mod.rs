@@ -5,13 +5,15 @@
 //!
 //! - [`produce`]: the topic made and filled, each record's value its
 //!   key's sequence number and its produce time;
-//! - [`rows`]: the tables every system writes (an owner epoch per
-//!   partition, per key what was applied), made afresh per system;
-//! - [`write`](mod@write): a member's writes: a partition taken, records applied with
-//!   the fence (offset and epoch conditions) or without it (the control);
+//! - [`rows`]: the tables the systems write (an owner epoch per
+//!   partition, per key what was applied; ferry's entities, the same
+//!   figures as a key's state), made afresh per system;
+//! - [`write`](mod@write): the partition-serial member's writes: a
+//!   partition taken, records applied with the fence (offset and epoch
+//!   conditions) or without it (the control);
 //! - [`member`]: a member process, [`ferry_member`] (`ferry::kafka` and
-//!   an engine with trips) or [`serial_member`] (one record at a time per
-//!   partition); [`lines`]: what it reports;
+//!   `ferry::entity`, the offset fence in the fold) or [`serial_member`]
+//!   (one record at a time per partition); [`lines`]: what it reports;
 //! - [`children`]: the member processes as the parent holds them, and the
 //!   Java parallel-consumer peer's;
 //! - [`run`](mod@run): one system's run, from the members' start to the verdict;
@@ -42,7 +44,7 @@ pub use run::{run, Settings};
 /// A consumer compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum System {
-    /// `ferry::kafka::Consumer` and an engine with trips.
+    /// `ferry::kafka::Consumer` and `ferry::entity` on PostgreSQL.
     Ferry,
     /// One record at a time per partition, one thread per partition.
     PartitionSerial,

@@ -1,7 +1,7 @@
 //! The partition-serial member, as consumers are commonly written: one
 //! rdkafka consumer polling on one thread and handing each record to its
 //! partition's own thread, which applies records one at a time — write
-//! the record's row (the same fenced statement as ferry's, with one
+//! the record's row (the fenced statement of [`super::write`], with one
 //! record), mark its offset for commit, take the next. The client commits
 //! the marked offsets every second and when partitions are revoked, as
 //! ferry's consumer commits every second: a commit request per record

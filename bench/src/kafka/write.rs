@@ -1,4 +1,6 @@
-//! A member's writes to the rows of [`super::rows`]: taking a partition
+//! The partition-serial member's writes to the rows of [`super::rows`]
+//! (the Java peer's are the same statements; ferry's member goes through
+//! `ferry::entity` instead, [`super::ferry_member`]): taking a partition
 //! (its owner epoch raised) and applying records to their keys' rows, many
 //! keys in one statement.
 //!
