@@ -92,9 +92,9 @@ struct Sent<B, Out> {
     epoch: u64,
     outs: Vec<Out>,
     after: B,
-    /// The encoded state it wrote, kept once its reply is lost: another
-    /// writer may have left the key at the same version and epoch, but not
-    /// with this state unless it wrote what this write did.
+    /// What tells this write from another's at the same version and
+    /// epoch: a log append's tag (from the start), or the encoded state it
+    /// wrote (kept once its reply is lost).
     state: Option<Vec<u8>>,
 }
 
