@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::child_lines::{self, Said};
 use crate::store::StoreAddress;
 
-use super::batch::BatchCounts;
+use super::fold::OwnerCounts;
 use super::protocol::{CallerOutcomes, Command, MoveId, Report};
 use super::rows::RowStore;
 use super::verdict::Verdict;
@@ -49,13 +49,13 @@ pub struct Settings {
     pub duration: Duration,
     /// From the new owner's assignment to the old owner's revoke.
     pub lag: Duration,
-    /// Whether writes check the owner epoch.
+    /// Whether the fold refuses an input of another owner epoch.
     pub fence: Fence,
     /// Shards per owner.
     pub shards: usize,
     /// Inputs per batch at most.
     pub max_batch_size: usize,
-    /// Batches in flight per shard at most.
+    /// Trips in flight per shard at most.
     pub max_in_flight_batches: usize,
     /// Inputs of one key outstanding on its owner at most.
     pub outstanding_per_key: usize,
@@ -79,10 +79,13 @@ pub struct MoveReport {
     pub keys: Vec<u64>,
     /// The keys the new owner took (it reported `took`).
     pub taken: usize,
+    /// Takes the new owner submitted again, the library having given up
+    /// on them while the old owner kept writing their keys.
+    pub take_resubmits: u64,
     /// What the old owner's callers got, from the move on.
     pub callers: CallerOutcomes,
-    /// The old owner's batch counts over the move (its fences).
-    pub old_owner_batches: BatchCounts,
+    /// The old owner's counts over the move (its conflicts and fences).
+    pub old_owner: OwnerCounts,
     /// Per moved key the new owner served, microseconds from its
     /// assignment to its first input answered ok.
     pub served_us: Vec<u64>,
@@ -97,14 +100,15 @@ pub struct HandoverReport {
     pub settings: Settings,
     /// Each move.
     pub moves: Vec<MoveReport>,
-    /// Every owner's batch counts, added.
-    pub batches: BatchCounts,
+    /// Every owner's counts, added.
+    pub counts: OwnerCounts,
     /// The read-back.
     pub verdict: Verdict,
 }
 
-/// Runs the handover: owners started, keys assigned and moved, the rows
-/// read back and checked, the owners stopped and the rows removed.
+/// Runs the handover: what a previous run left removed, owners started,
+/// keys assigned and moved, the keys read back and checked, the owners
+/// stopped and the keys removed.
 pub fn run(settings: &Settings) -> Result<HandoverReport, String> {
     let rows = RowStore::open(&settings.store, settings.keys)?;
     let ran = Coordinator::start(settings).and_then(|mut coordinator| {
@@ -117,11 +121,11 @@ pub fn run(settings: &Settings) -> Result<HandoverReport, String> {
         Ok(HandoverReport {
             settings: settings.clone(),
             verdict: Verdict::check(&stored, &coordinator.acked),
-            batches: coordinator
+            counts: coordinator
                 .done
                 .iter()
                 .flatten()
-                .fold(BatchCounts::default(), |sum, b| sum.plus(b)),
+                .fold(OwnerCounts::default(), |sum, c| sum.plus(c)),
             moves: coordinator.moves,
         })
     });
@@ -148,7 +152,7 @@ struct Coordinator {
     moves: Vec<MoveReport>,
     started: Instant,
     ready: Vec<bool>,
-    done: Vec<Option<BatchCounts>>,
+    done: Vec<Option<OwnerCounts>>,
     acked: BTreeMap<u64, Vec<u64>>,
 }
 
@@ -304,9 +308,10 @@ impl Coordinator {
         };
         match report {
             Report::Ready => self.ready[owner] = true,
-            Report::Took { key, epoch, .. } => {
+            Report::Took { key, epoch, submits, .. } => {
                 if let Some(record) = self.move_record(key, epoch) {
                     record.taken += 1;
+                    record.take_resubmits += u64::from(submits.saturating_sub(1));
                 }
             }
             Report::Served { key, epoch, micros } => {
@@ -314,17 +319,17 @@ impl Coordinator {
                     record.served_us.push(micros);
                 }
             }
-            Report::Revoked { id, callers, batches } => {
+            Report::Revoked { id, callers, counts } => {
                 let record = self.moves.get_mut(id as usize - 1).ok_or("a revoke of no move")?;
-                (record.callers, record.old_owner_batches, record.revoked) = (callers, batches, true);
+                (record.callers, record.old_owner, record.revoked) = (callers, counts, true);
             }
             Report::Acked { key, ranges } => {
                 let seqs = self.acked.entry(key).or_default();
                 seqs.extend(ranges.into_iter().flat_map(|(start, end)| start..=end));
             }
-            Report::Done { batches } => self.done[owner] = Some(batches),
+            Report::Done { counts } => self.done[owner] = Some(counts),
             Report::Stale { key, epoch } => {
-                return Err(format!("owner {owner} could not take key {key} at epoch {epoch}: the row holds a newer one"))
+                return Err(format!("owner {owner} could not take key {key} at epoch {epoch}: the key holds a newer one"))
             }
             Report::Failed(why) => return Err(format!("owner {owner}: {why}")),
         }

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::batch::BatchCounts;
+use super::fold::OwnerCounts;
 
 /// A move's number in the run, from 1.
 pub type MoveId = u32;
@@ -15,7 +15,7 @@ pub type MoveId = u32;
 /// The coordinator to an owner.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    /// The partition map gives `key` to this owner at `epoch`: take the row,
+    /// The partition map gives `key` to this owner at `epoch`: take the key,
     /// then produce from its `last_seq + 1`.
     Assign {
         /// The key.
@@ -51,7 +51,7 @@ pub struct CallerOutcomes {
     pub in_flight_at_move: u64,
     /// Answered ok after the move.
     pub ok: u64,
-    /// Answered `Failed(Fenced)` (all of them come after the move).
+    /// Answered `Refused(Fenced)` (all of them come after the move).
     pub fenced: u64,
     /// Answered any other error.
     pub failed: u64,
@@ -62,7 +62,7 @@ pub struct CallerOutcomes {
 pub enum Report {
     /// The engine started, every shard connected.
     Ready,
-    /// Took `key`'s row at `epoch`; the row said `last_seq`.
+    /// Took `key` at `epoch`; its state said `last_seq`.
     Took {
         /// The key.
         key: u64,
@@ -70,6 +70,10 @@ pub enum Report {
         epoch: u64,
         /// The last seq applied before.
         last_seq: u64,
+        /// Times the take was submitted: more than once when the library
+        /// gave up on it (`NotApplied`, its key written by the old owner
+        /// at every try).
+        submits: u32,
     },
     /// Could not take `key` at `epoch`: a newer owner holds it.
     Stale {
@@ -94,8 +98,8 @@ pub enum Report {
         id: MoveId,
         /// What their callers got.
         callers: CallerOutcomes,
-        /// The owner's batch counts since its previous report.
-        batches: BatchCounts,
+        /// The owner's counts since its previous report.
+        counts: OwnerCounts,
     },
     /// At the end: the seqs of `key` this owner answered ok.
     Acked {
@@ -104,10 +108,10 @@ pub enum Report {
         /// Inclusive ranges, ascending.
         ranges: Vec<(u64, u64)>,
     },
-    /// At the end, after every `Acked`: the owner's batch counts in all.
+    /// At the end, after every `Acked`: the owner's counts in all.
     Done {
         /// Over the whole run.
-        batches: BatchCounts,
+        counts: OwnerCounts,
     },
     /// The owner cannot go on.
     Failed(String),
@@ -156,23 +160,24 @@ impl fmt::Display for Report {
                 key,
                 epoch,
                 last_seq,
-            } => write!(f, "took {key} {epoch} {last_seq}"),
+                submits,
+            } => write!(f, "took {key} {epoch} {last_seq} {submits}"),
             Report::Stale { key, epoch } => write!(f, "stale {key} {epoch}"),
             Report::Served { key, epoch, micros } => write!(f, "served {key} {epoch} {micros}"),
             Report::Revoked {
                 id,
                 callers,
-                batches,
+                counts,
             } => {
                 write!(
                     f,
                     "revoked {id} {} {}",
                     callers_fields(callers),
-                    batch_fields(batches)
+                    count_fields(counts)
                 )
             }
             Report::Acked { key, ranges } => write!(f, "acked {key} {}", range_list(ranges)),
-            Report::Done { batches } => write!(f, "done {}", batch_fields(batches)),
+            Report::Done { counts } => write!(f, "done {}", count_fields(counts)),
             Report::Failed(why) => write!(f, "failed {}", why.replace('\n', " ")),
         }
     }
@@ -188,10 +193,11 @@ impl FromStr for Report {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["ready"] => Ok(Report::Ready),
-            ["took", key, epoch, last_seq] => Ok(Report::Took {
+            ["took", key, epoch, last_seq, submits] => Ok(Report::Took {
                 key: number(key)?,
                 epoch: number(epoch)?,
                 last_seq: number(last_seq)?,
+                submits: number(submits)?,
             }),
             ["stale", key, epoch] => Ok(Report::Stale {
                 key: number(key)?,
@@ -205,14 +211,14 @@ impl FromStr for Report {
             ["revoked", id, fields @ ..] => Ok(Report::Revoked {
                 id: number(id)?,
                 callers: parse_callers(fields)?,
-                batches: parse_batches(fields)?,
+                counts: parse_counts(fields)?,
             }),
             ["acked", key, ranges] => Ok(Report::Acked {
                 key: number(key)?,
                 ranges: parse_ranges(ranges)?,
             }),
             ["done", fields @ ..] => Ok(Report::Done {
-                batches: parse_batches(fields)?,
+                counts: parse_counts(fields)?,
             }),
             _ => Err(format!("not a report: `{line}`")),
         }
@@ -239,14 +245,10 @@ fn callers_fields(callers: &CallerOutcomes) -> String {
     )
 }
 
-fn batch_fields(batches: &BatchCounts) -> String {
+fn count_fields(counts: &OwnerCounts) -> String {
     format!(
-        "applied={} conflicts={} fenced_at_write={} fenced_at_read={} fenced_known={}",
-        batches.applied,
-        batches.conflicts,
-        batches.fenced_at_write,
-        batches.fenced_at_read,
-        batches.fenced_known
+        "reads={} writes={} conflicts={} lost={} refused_fenced={}",
+        counts.reads, counts.writes, counts.conflicts, counts.lost, counts.fenced
     )
 }
 
@@ -259,13 +261,13 @@ fn parse_callers(fields: &[&str]) -> Result<CallerOutcomes, String> {
     })
 }
 
-fn parse_batches(fields: &[&str]) -> Result<BatchCounts, String> {
-    Ok(BatchCounts {
-        applied: field(fields, "applied")?,
+fn parse_counts(fields: &[&str]) -> Result<OwnerCounts, String> {
+    Ok(OwnerCounts {
+        reads: field(fields, "reads")?,
+        writes: field(fields, "writes")?,
         conflicts: field(fields, "conflicts")?,
-        fenced_at_write: field(fields, "fenced_at_write")?,
-        fenced_at_read: field(fields, "fenced_at_read")?,
-        fenced_known: field(fields, "fenced_known")?,
+        lost: field(fields, "lost")?,
+        fenced: field(fields, "refused_fenced")?,
     })
 }
 
@@ -342,12 +344,12 @@ mod tests {
 
     #[test]
     fn every_report_reads_back_as_what_was_written() {
-        let batches = BatchCounts {
-            applied: 10,
+        let counts = OwnerCounts {
+            reads: 10,
+            writes: 11,
             conflicts: 1,
-            fenced_at_write: 2,
-            fenced_at_read: 3,
-            fenced_known: 4,
+            lost: 2,
+            fenced: 3,
         };
         let reports = [
             Report::Ready,
@@ -355,6 +357,7 @@ mod tests {
                 key: 1,
                 epoch: 2,
                 last_seq: 40,
+                submits: 3,
             },
             Report::Stale { key: 1, epoch: 2 },
             Report::Served {
@@ -370,7 +373,7 @@ mod tests {
                     fenced: 6,
                     failed: 0,
                 },
-                batches,
+                counts,
             },
             Report::Acked {
                 key: 3,
@@ -380,7 +383,7 @@ mod tests {
                 key: 4,
                 ranges: vec![],
             },
-            Report::Done { batches },
+            Report::Done { counts },
             Report::Failed("the store: gone".to_string()),
         ];
         for report in reports {

@@ -12,8 +12,8 @@ use super::Fence;
 /// One line saying what is run.
 pub fn describe(settings: &Settings) -> String {
     let fence = match settings.fence {
-        Fence::On => "fence on (write condition: version and owner epoch)",
-        Fence::Off => "NO FENCE (write condition: version alone; the control)",
+        Fence::On => "fence on (the fold refuses an input of another owner epoch than the key's)",
+        Fence::Off => "NO FENCE (the fold ignores the owner epoch; the control)",
     };
     let order = if settings.lag.is_zero() {
         "revoke, flush, then assign".to_string()
@@ -41,21 +41,20 @@ pub fn text(report: &HandoverReport) -> String {
     for record in &report.moves {
         text += &move_lines(record);
     }
-    let batches = &report.batches;
+    let counts = &report.counts;
     let verdict = &report.verdict;
     text += &format!(
-        "whole run: {} inputs acknowledged, {} in the store; {} batches applied, {} conflicts, {} fenced (at the write {}, at the read {}, known {})\n",
+        "whole run: {} inputs acknowledged, {} in the store; {} write and {} read requests, {} conflicts, {} lost replies, {} inputs refused Fenced\n",
         thousands(verdict.acknowledged),
         thousands(verdict.applied),
-        thousands(batches.applied),
-        thousands(batches.conflicts),
-        batches.fenced(),
-        batches.fenced_at_write,
-        batches.fenced_at_read,
-        batches.fenced_known,
+        thousands(counts.writes),
+        thousands(counts.reads),
+        thousands(counts.conflicts),
+        thousands(counts.lost),
+        thousands(counts.fenced),
     );
     text += &format!(
-        "read back: {} rows; {} lost, {} applied twice, {} out of order, {} keys not exactly 1..=last_seq, {} applied but never acknowledged\n",
+        "read back: {} keys; {} lost, {} applied twice, {} out of order, {} keys not exactly 1..=last_seq, {} applied but never acknowledged\n",
         verdict.rows,
         thousands(verdict.lost),
         thousands(verdict.applied_twice),
@@ -74,7 +73,7 @@ pub fn passed(report: &HandoverReport) -> bool {
 
 fn move_lines(record: &MoveReport) -> String {
     let callers = &record.callers;
-    let fenced = &record.old_owner_batches;
+    let old = &record.old_owner;
     let served = match (record.served_us.iter().min(), record.served_us.iter().max()) {
         (Some(first), Some(last)) => format!(
             "served {} of them {}–{} ms after the assignment",
@@ -84,6 +83,10 @@ fn move_lines(record: &MoveReport) -> String {
         ),
         _ => "served none of them".to_string(),
     };
+    let resubmitted = match record.take_resubmits {
+        0 => String::new(),
+        n => format!(" ({n} takes submitted again, the library having given up on them)"),
+    };
     let late = record.at.saturating_sub(record.due);
     let due = if late > Duration::from_millis(10) {
         format!(" (due at {:.2} s)", record.due.as_secs_f64())
@@ -92,9 +95,9 @@ fn move_lines(record: &MoveReport) -> String {
     };
     format!(
         "move {} at {:.2} s{due}: {} keys, owner {} to owner {}\n  \
-         old owner at the move: {} inputs in flight; its callers then got {} ok, {} Failed(Fenced), {} other errors\n  \
-         old owner's fenced batches: {} (at the write {}, at the read {}, known {})\n  \
-         new owner took {} rows, {served}\n",
+         old owner at the move: {} inputs in flight; its callers then got {} ok, {} Refused(Fenced), {} other errors\n  \
+         old owner over the move: {} writes found their key moved on (read again, folded anew), {} inputs refused Fenced\n  \
+         new owner took {} keys{resubmitted}, {served}\n",
         record.id,
         record.at.as_secs_f64(),
         record.keys.len(),
@@ -104,10 +107,8 @@ fn move_lines(record: &MoveReport) -> String {
         callers.ok,
         callers.fenced,
         callers.failed,
-        fenced.fenced(),
-        fenced.fenced_at_write,
-        fenced.fenced_at_read,
-        fenced.fenced_known,
+        old.conflicts,
+        old.fenced,
         record.taken,
     )
 }

@@ -1,39 +1,57 @@
-//! What the handover reads and writes of one key's row, whatever store
-//! holds it (`rows_pg.rs`, `rows_redis.rs`): the values both stores and
-//! their one front (`rows.rs`) name.
+//! A key as the coordinator reads it back after a run, whatever store
+//! holds it (`rows_pg.rs`, `rows_redis.rs`): the library's version and
+//! the state the owners folded ([`KeyState`], JSON).
 
-/// What a batch reads of its key's row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RowState {
-    /// Bumped by every applied write.
-    pub version: u64,
-    /// The epoch of the owner that took the row last.
-    pub owner_epoch: u64,
-}
-
-/// What a conditional write did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Written {
-    /// The condition held: the seqs are appended, the version bumped.
-    Applied,
-    /// The version moved since the read (the epoch, if checked, is the
-    /// writer's): read again and retry.
-    Conflict,
-    /// The row names another owner's epoch: final.
-    Fenced,
-}
+use super::fold::KeyState;
 
 /// A key's row as the coordinator reads it back after a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredRow {
     /// The key.
     pub key: u64,
-    /// Applied writes.
+    /// Inputs applied (takes and seqs): the library's version.
     pub version: u64,
-    /// The epoch of the owner that took the row last.
+    /// The epoch of the owner that took the key last.
     pub owner_epoch: u64,
-    /// What the last applied write set: the highest seq of its batch.
+    /// What the last applied seq was.
     pub last_seq: u64,
-    /// Every seq appended, in the order appended.
+    /// Every seq applied, in the order applied.
     pub applied: Vec<u64>,
+}
+
+impl StoredRow {
+    /// Key `key` at `version`, its state as stored (`None`: never written).
+    pub fn decode(key: u64, version: u64, state: Option<&[u8]>) -> Result<StoredRow, String> {
+        let state: KeyState = match state {
+            Some(bytes) => serde_json::from_slice(bytes).map_err(|err| {
+                format!(
+                    "key {key}: the state `{}` is not a handover state: {err}",
+                    String::from_utf8_lossy(bytes)
+                )
+            })?,
+            None => KeyState::default(),
+        };
+        Ok(StoredRow {
+            key,
+            version,
+            owner_epoch: state.owner_epoch,
+            last_seq: state.last_seq,
+            applied: state.seqs(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_decodes_into_its_seqs() {
+        let state = br#"{"owner_epoch":2,"last_seq":5,"applied":[[1,3],[2,2],[5,5]]}"#;
+        let row = StoredRow::decode(7, 9, Some(state)).unwrap();
+        assert_eq!((row.key, row.version, row.owner_epoch), (7, 9, 2));
+        assert_eq!((row.last_seq, row.applied), (5, vec![1, 2, 3, 2, 5]));
+        assert!(StoredRow::decode(7, 1, Some(b"12")).is_err());
+        assert!(StoredRow::decode(7, 0, None).unwrap().applied.is_empty());
+    }
 }

@@ -1,100 +1,87 @@
-//! The handover's rows, on PostgreSQL (`super::rows_pg`) or Redis
-//! (`super::rows_redis`): per key a `version`, an `owner_epoch`, a
-//! `last_seq` and the list of sequence numbers `applied`, in the order they
-//! were applied.
+//! Where the handover's keys live: the library's entity store on
+//! PostgreSQL (`super::rows_pg`) or Redis (`super::rows_redis`), each key
+//! a `version`, an `epoch` (the library's, 0 here) and a state, the
+//! [`KeyState`] as JSON.
 //!
-//! An owner reaches the rows through a [`RowConnection`] (one per shard,
-//! and one for its takes); the coordinator, through [`RowStore`], creates
-//! them afresh, reads them back at the end and removes them.
+//! The owners write the keys only through `ferry::entity`
+//! ([`start_owner_engine`]); the coordinator, through [`RowStore`], removes
+//! what a previous run left, reads the keys back at the end and removes
+//! them.
 //!
-//! | step | PostgreSQL (table `ferry_handover`) | Redis (hash `ferry-handover:{k}`, list `…:applied`) |
+//! | | PostgreSQL | Redis |
 //! | --- | --- | --- |
-//! | take | `INSERT … ON CONFLICT DO UPDATE SET owner_epoch … WHERE owner_epoch <= $epoch RETURNING last_seq` | a script: the same test and set, answers `last_seq` |
-//! | read | `SELECT version, owner_epoch` | `HMGET version owner_epoch` |
-//! | write | `UPDATE … applied = applied \|\| $seqs … WHERE key AND version AND owner_epoch` | a script checking both, then `RPUSH` |
+//! | the keys | table `ferry_handover (key, version, epoch, state bytea)`, made by the library (with `ferry_handover_events`, unused) | hash `ferry-handover:{k}`, fields `version`, `epoch`, `state` |
+//! | before and after a run | both tables dropped | the hashes of keys `0..keys` deleted |
+//! | read-back | `SELECT key, version, state` | `HMGET version state` per key, one pipeline |
 
-use std::rc::Rc;
+use ferry::entity::{Entities, Options, PostgresStore, RedisStore};
+use ferry::{Builder, StartError};
 
 use crate::store::StoreAddress;
 
-pub use super::row::{RowState, StoredRow, Written};
-use super::rows_pg::{PgRowStore, PgRows};
-use super::rows_redis::{RedisRowStore, RedisRows};
+use super::fold::{fold, Fenced, KeyState, Step};
+pub use super::row::StoredRow;
+use super::rows_pg::{PgRowStore, TABLE};
+use super::rows_redis::{RedisRowStore, PREFIX};
 use super::Fence;
 
-/// One connection to the rows, for an owner's batches and takes.
-#[derive(Clone)]
-pub enum RowConnection {
-    /// A PostgreSQL client with the statements prepared.
-    Postgres(Rc<PgRows>),
-    /// A multiplexed Redis connection.
-    Redis(RedisRows),
+/// An owner's engine: per key a [`KeyState`], inputs [`Step`]s, each
+/// answered a seq or refused [`Fenced`].
+pub type OwnerEngine = Entities<u64, Step, u64, Fenced>;
+
+/// The builder of an owner's engine, its shards set.
+pub type OwnerBuilder = Builder<u64, Step, Result<u64, Fenced>, ferry::entity::Failure>;
+
+/// Keys an owner's shard remembers: none, so every trip reads its keys
+/// before it writes them, as the recipe of `docs/scale-out.md` does ("one
+/// read and one conditional write").
+///
+/// With the library's memory, an owner writes a key it knows without
+/// reading it, back to back, while a take must read the key first: its
+/// read and its write then almost never fit between two of a zombie's
+/// writes, so the take lands only once the zombie is revoked, and the
+/// fence (or, in the control, the double application) is seldom met at
+/// all. Reading every trip gives the take and the zombie the same odds.
+pub const REMEMBER: usize = 0;
+
+/// Starts an owner's engine of `builder` on the store at `address`, its
+/// fold the handover's with `fence`, every write under the library's
+/// epoch 0 (the owner epoch is in the state), no key remembered
+/// ([`REMEMBER`]).
+pub fn start_owner_engine(
+    address: &StoreAddress,
+    builder: OwnerBuilder,
+    fence: Fence,
+) -> Result<OwnerEngine, String> {
+    let options = Options::default().remember(REMEMBER);
+    let shown = address.to_string();
+    let refused = |err: ferry::entity::StoreError| format!("{shown}: {err}");
+    let started = match address {
+        StoreAddress::Postgres(url) => {
+            let store = PostgresStore::new(url, TABLE).map_err(refused)?;
+            builder.start_entities_with::<_, KeyState, _, _>(store, fold(fence), options)
+        }
+        StoreAddress::Redis(url) => {
+            let store = RedisStore::new(url, PREFIX).map_err(refused)?;
+            builder.start_entities_with::<_, KeyState, _, _>(store, fold(fence), options)
+        }
+        StoreAddress::Sim => return Err(NEEDS_A_SERVER.to_string()),
+    };
+    started.map_err(|err: StartError<_>| err.to_string())
 }
 
-impl RowConnection {
-    /// Connects to the store at `address`, on the calling thread's tokio
-    /// runtime; `fence` says whether its writes check the owner epoch.
-    pub async fn connect(address: &StoreAddress, fence: Fence) -> Result<Self, String> {
-        match address {
-            StoreAddress::Postgres(url) => PgRows::connect(url, &address.to_string(), fence)
-                .await
-                .map(|rows| RowConnection::Postgres(Rc::new(rows))),
-            StoreAddress::Redis(url) => RedisRows::connect(url, &address.to_string(), fence)
-                .await
-                .map(RowConnection::Redis),
-            StoreAddress::Sim => Err(NEEDS_A_SERVER.to_string()),
-        }
-    }
-
-    /// Takes `key`'s row for an owner assigned it at `epoch`, in one
-    /// statement: raises `owner_epoch` to `epoch` unless the row holds a
-    /// higher one, creating the row if it is not there. Answers the row's
-    /// `last_seq`, or `None` if an owner with a newer epoch holds the key.
-    pub async fn take(&self, key: u64, epoch: u64) -> Result<Option<u64>, String> {
-        match self {
-            RowConnection::Postgres(pg) => pg.take(key, epoch).await,
-            RowConnection::Redis(redis) => redis.take(key, epoch).await,
-        }
-    }
-
-    /// Reads `key`'s version and owner epoch.
-    pub async fn read(&self, key: u64) -> Result<RowState, String> {
-        match self {
-            RowConnection::Postgres(pg) => pg.read(key).await,
-            RowConnection::Redis(redis) => redis.read(key).await,
-        }
-    }
-
-    /// Appends `seqs` to `key`'s row and sets `last_seq` to the last of
-    /// them, if the row still has `version` (and, with the fence on,
-    /// `epoch`).
-    pub async fn write(
-        &self,
-        key: u64,
-        version: u64,
-        epoch: u64,
-        seqs: &[u64],
-    ) -> Result<Written, String> {
-        debug_assert!(!seqs.is_empty());
-        match self {
-            RowConnection::Postgres(pg) => pg.write(key, version, epoch, seqs).await,
-            RowConnection::Redis(redis) => redis.write(key, version, epoch, seqs).await,
-        }
-    }
-}
-
-/// The coordinator's hold on the rows: set-up, read-back, clean-up.
+/// The coordinator's hold on the keys: set-up, read-back, clean-up.
 pub enum RowStore {
     /// Table `ferry_handover` on a PostgreSQL server.
     Postgres(PgRowStore),
-    /// Hashes and lists `ferry-handover:*` on a Redis server.
+    /// Hashes `ferry-handover:*` on a Redis server.
     Redis(RedisRowStore),
 }
 
 impl RowStore {
-    /// Connects to `address` and removes rows a previous run left for
-    /// keys `0..keys` (PostgreSQL: the table is made afresh). Owners
-    /// create the rows when they take them.
+    /// Connects to `address` and removes what a previous run left for
+    /// keys `0..keys` (PostgreSQL: the tables are dropped; the owners'
+    /// engines make them again when they connect).
     pub fn open(address: &StoreAddress, keys: u64) -> Result<Self, String> {
         let shown = address.to_string();
         match address {
@@ -106,7 +93,7 @@ impl RowStore {
         }
     }
 
-    /// Every row there is, by key.
+    /// Every key written, by key, its state decoded.
     pub fn read_back(&self) -> Result<Vec<StoredRow>, String> {
         match self {
             RowStore::Postgres(pg) => pg.read_back(),
@@ -114,7 +101,7 @@ impl RowStore {
         }
     }
 
-    /// Removes every row.
+    /// Removes every key.
     pub fn remove(&self) -> Result<(), String> {
         match self {
             RowStore::Postgres(pg) => pg.remove(),

@@ -1,7 +1,8 @@
-//! The whole-run checks, on the rows read back and the seqs every owner
-//! answered ok: nothing acknowledged is missing, nothing is applied twice,
-//! each key's seqs strictly increase, and with the fence on each key holds
-//! exactly `1..=last_seq` (the invariants `CommittedApplied`,
+//! The whole-run checks, on the keys read back (each state's seqs, in the
+//! order applied) and the seqs every owner answered ok: nothing
+//! acknowledged is missing, nothing is applied twice, each key's seqs
+//! strictly increase, and with the fence on each key holds exactly
+//! `1..=last_seq` (the invariants `CommittedApplied`,
 //! `AppliedOnce`, `AppliedInOrder` and `AppliedIsPrefix` of
 //! `formal/Handover.tla`, checked on a real store).
 
@@ -13,7 +14,7 @@ use super::Fence;
 /// What the read-back found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Verdict {
-    /// Rows read back.
+    /// Keys read back.
     pub rows: u64,
     /// Seqs in the store, counting each time it was appended.
     pub applied: u64,

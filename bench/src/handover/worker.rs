@@ -1,16 +1,16 @@
-//! One owner: a service instance embedding its own [`ferry::Engine`]
-//! (tokio shards, one row connection per shard), run as a process of its
-//! own (`ferry-load --handover-worker N`), told by the coordinator on stdin
-//! which keys it owns.
+//! One owner: a service instance embedding its own entity engine
+//! (`ferry::entity`, tokio shards, one store connection per shard), run as
+//! a process of its own (`ferry-load --handover-worker N`), told by the
+//! coordinator on stdin which keys it owns.
 //!
-//! For each key it is assigned, it takes the row (one statement: the
-//! epoch raised, `last_seq` returned), then produces the key's next seqs,
-//! `last_seq + 1, last_seq + 2, …`, as inputs of that key, a few
-//! outstanding at a time, from one task, so admission order is seq order
-//! (and the engine's rank, the seq, agrees). It stops producing a key when
-//! an input comes back fenced (it no longer serves it) or when the key is
-//! revoked; a revoke then flushes the engine and reports what the key's
-//! callers got.
+//! For each key it is assigned, it submits a take ([`Step::Take`]: the
+//! key's owner epoch raised in its state, `last_seq` answered), then
+//! produces the key's next seqs, `last_seq + 1, last_seq + 2, …`, as
+//! [`Step::Apply`] inputs, a few outstanding at a time, from one task, so
+//! admission order is seq order (and the engine's rank, the seq, agrees).
+//! It stops producing a key when an input comes back `Refused(Fenced)` (it
+//! no longer serves it) or when the key is revoked; a revoke then flushes
+//! the engine and reports what the key's callers got.
 //!
 //! Between an assignment elsewhere and the revoke here, the owner is a
 //! zombie for the key: it goes on as if it still owned it, which is the
@@ -18,60 +18,53 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferry::{Engine, FerryError, Order, Runtime, StartError};
+use ferry::entity::{Entities, EntityError};
+use ferry::{Order, Runtime};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::store::StoreAddress;
 
-use super::batch::{BatchCounters, BatchCounts, HandoverError, Input, ShardRows};
+use super::fold::{Fenced, OwnerCounts, Step};
 use super::protocol::{ranges_of, CallerOutcomes, Command, MoveId, Report};
-use super::rows::RowConnection;
+use super::rows::{start_owner_engine, OwnerEngine};
 use super::Fence;
-
-/// The engine of one owner.
-type OwnerEngine = Engine<u64, Input, u64, HandoverError>;
 
 /// How one owner runs.
 #[derive(Clone, Debug)]
 pub struct WorkerSettings {
-    /// The store the rows are in.
+    /// The store the keys are in.
     pub store: StoreAddress,
     /// Shards of its engine, each with its own connection.
     pub shards: usize,
     /// Inputs per batch at most.
     pub max_batch_size: usize,
-    /// Batches in flight per shard at most.
+    /// Trips in flight per shard at most.
     pub max_in_flight_batches: usize,
     /// Inputs of one key submitted and not yet answered, at most.
     pub outstanding_per_key: usize,
-    /// Whether writes check the owner epoch.
+    /// Whether the fold refuses an input of another owner epoch.
     pub fence: Fence,
 }
 
 /// Serves as an owner until told to stop (or stdin closes): the body of
 /// `ferry-load --handover-worker N`.
 pub fn serve(settings: WorkerSettings) -> Result<(), String> {
-    let counters = Arc::new(BatchCounters::default());
-    let engine = start_engine(&settings, Arc::clone(&counters))?;
+    let engine = start_engine(&settings)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|err| format!("could not start the owner's tokio runtime: {err}"))?;
-    // Row connections hold `Rc`s: the owner's tasks stay on this thread.
-    let local = tokio::task::LocalSet::new();
-    let served = runtime.block_on(local.run_until(async {
-        let takes = RowConnection::connect(&settings.store, settings.fence).await?;
-        let mut owner = Owner::new(engine.clone(), takes, settings, counters);
+    let served = runtime.block_on(async {
+        let mut owner = Owner::new(engine.clone(), settings);
         say(&Report::Ready);
         owner.serve(commands()).await
-    }));
+    });
     if let Err(why) = &served {
         say(&Report::Failed(why.clone()));
     }
@@ -80,32 +73,18 @@ pub fn serve(settings: WorkerSettings) -> Result<(), String> {
     served
 }
 
-/// The engine: rank = seq, tokio shards, each shard's batch function on
-/// its own connection.
-fn start_engine(
-    settings: &WorkerSettings,
-    counters: Arc<BatchCounters>,
-) -> Result<OwnerEngine, String> {
-    let (address, fence) = (settings.store.clone(), settings.fence);
-    Engine::builder()
+/// The engine: rank = seq, tokio shards, each connecting to the store on
+/// its own thread (the start fails if one cannot).
+fn start_engine(settings: &WorkerSettings) -> Result<OwnerEngine, String> {
+    let builder = Entities::builder()
         .shards(settings.shards)
         .pin(false)
         .runtime(Runtime::Tokio)
         .max_batch_size(settings.max_batch_size)
         .max_batch_delay(Duration::ZERO)
         .max_in_flight_batches(settings.max_in_flight_batches)
-        .order(Order::by(|input: &Input| input.seq as i64))
-        .try_start(move |_shard| {
-            let (address, counters) = (address.clone(), Arc::clone(&counters));
-            async move {
-                let connection = RowConnection::connect(&address, fence).await?;
-                let rows = Rc::new(ShardRows::new(connection, fence, counters));
-                Ok::<_, String>(move |key: u64, inputs: Vec<Input>| {
-                    Rc::clone(&rows).apply(key, inputs)
-                })
-            }
-        })
-        .map_err(|err: StartError<String>| err.to_string())
+        .order(Order::by(Step::rank));
+    start_owner_engine(&settings.store, builder, settings.fence)
 }
 
 /// The coordinator's commands, read from stdin on a thread of their own;
@@ -156,34 +135,25 @@ struct TenureState {
 /// One owner's keys and their producers.
 struct Owner {
     engine: OwnerEngine,
-    /// The connection its takes go through (batches have the shards' own).
-    takes: RowConnection,
     settings: WorkerSettings,
-    counters: Arc<BatchCounters>,
-    /// The counters at the last report.
-    reported: BatchCounts,
+    /// Inputs answered `Refused(Fenced)`, over every key.
+    fenced: Arc<AtomicU64>,
     tenures: HashMap<u64, Tenure>,
-    /// Per move, what was in flight when it happened.
-    in_flight_at_move: HashMap<MoveId, u64>,
+    /// Per move, what was in flight when it happened, and the owner's
+    /// counts then.
+    at_move: HashMap<MoveId, (u64, OwnerCounts)>,
     /// Each key's seqs answered ok, over its finished tenures.
     acked: BTreeMap<u64, Vec<u64>>,
 }
 
 impl Owner {
-    fn new(
-        engine: OwnerEngine,
-        takes: RowConnection,
-        settings: WorkerSettings,
-        counters: Arc<BatchCounters>,
-    ) -> Self {
+    fn new(engine: OwnerEngine, settings: WorkerSettings) -> Self {
         Owner {
             engine,
-            takes,
             settings,
-            counters,
-            reported: BatchCounts::default(),
+            fenced: Arc::default(),
             tenures: HashMap::new(),
-            in_flight_at_move: HashMap::new(),
+            at_move: HashMap::new(),
             acked: BTreeMap::new(),
         }
     }
@@ -198,7 +168,7 @@ impl Owner {
                 Command::Assign { key, epoch } => self.assign(key, epoch)?,
                 Command::Moving { id, keys } => {
                     let in_flight = self.mark_moved(&keys);
-                    self.in_flight_at_move.insert(id, in_flight);
+                    self.at_move.insert(id, (in_flight, self.counts()));
                 }
                 Command::Revoke { id, keys } => self.revoke(id, &keys).await?,
                 Command::Stop => break,
@@ -207,7 +177,7 @@ impl Owner {
         self.finish().await
     }
 
-    /// Starts a tenure of `key`: its task takes the row, then produces.
+    /// Starts a tenure of `key`: its task takes the key, then produces.
     fn assign(&mut self, key: u64, epoch: u64) -> Result<(), String> {
         if self.tenures.contains_key(&key) {
             return Err(format!(
@@ -221,10 +191,10 @@ impl Owner {
             epoch,
             outstanding_max: self.settings.outstanding_per_key,
             state: Arc::clone(&state),
+            fenced: Arc::clone(&self.fenced),
             assigned_at: Instant::now(),
         };
-        let takes = self.takes.clone();
-        let producer = tokio::task::spawn_local(producer.take_and_produce(takes));
+        let producer = tokio::spawn(producer.take_and_produce());
         self.tenures.insert(key, Tenure { state, producer });
         Ok(())
     }
@@ -240,11 +210,13 @@ impl Owner {
     }
 
     /// Stops producing `keys`, flushes, and reports their callers'
-    /// outcomes and the batch counts since the last report.
+    /// outcomes and the owner's counts since the move (its `moving`, or
+    /// this revoke with no lag). Only the moved keys have another writer
+    /// meanwhile, so the conflicts and fences are theirs.
     async fn revoke(&mut self, id: MoveId, keys: &[u64]) -> Result<(), String> {
-        let in_flight_at_move = match self.in_flight_at_move.remove(&id) {
-            Some(in_flight) => in_flight,
-            None => self.mark_moved(keys),
+        let (in_flight_at_move, at_move) = match self.at_move.remove(&id) {
+            Some(at_move) => at_move,
+            None => (self.mark_moved(keys), self.counts()),
         };
         for tenure in keys.iter().filter_map(|key| self.tenures.get(key)) {
             tenure.state.stop.store(true, Ordering::Release);
@@ -262,13 +234,11 @@ impl Owner {
             callers.fenced += state.fenced.load(Ordering::Relaxed);
             callers.failed += state.failed.load(Ordering::Relaxed);
         }
-        let now = self.counters.read();
-        let batches = now.since(&self.reported);
-        self.reported = now;
+        let counts = self.counts().since(&at_move);
         say(&Report::Revoked {
             id,
             callers,
-            batches,
+            counts,
         });
         Ok(())
     }
@@ -308,9 +278,15 @@ impl Owner {
             });
         }
         say(&Report::Done {
-            batches: self.counters.read(),
+            counts: self.counts(),
         });
         Ok(())
+    }
+
+    /// The owner's counts now: its engine's at the store, its fences.
+    fn counts(&self) -> OwnerCounts {
+        let fenced = self.fenced.load(Ordering::Relaxed);
+        OwnerCounts::of(&self.engine.store_stats(), fenced)
     }
 }
 
@@ -321,27 +297,49 @@ struct Producer {
     epoch: u64,
     outstanding_max: usize,
     state: Arc<TenureState>,
+    /// The owner's count of fenced inputs.
+    fenced: Arc<AtomicU64>,
     assigned_at: Instant,
 }
 
 impl Producer {
-    /// Takes the row, then produces from `last_seq + 1`; answers the seqs
-    /// answered ok.
-    async fn take_and_produce(self, takes: RowConnection) -> Vec<u64> {
+    /// Takes the key through the engine, then produces from `last_seq +
+    /// 1`; answers the seqs answered ok.
+    ///
+    /// The take is a conditional write like any other, so while the old
+    /// owner still writes the key it may find the key moved on, again and
+    /// again, until the library gives up on it (`NotApplied`: nothing
+    /// applied); it is then submitted again, until it lands or the key is
+    /// revoked.
+    async fn take_and_produce(self) -> Vec<u64> {
         let (key, epoch) = (self.key, self.epoch);
-        match takes.take(key, epoch).await {
-            Ok(Some(last_seq)) => {
+        let mut taken = self.engine.submit(key, Step::Take { epoch }).await;
+        let mut submits = 1;
+        while matches!(taken, Err(EntityError::NotApplied(_)))
+            && !self.state.stop.load(Ordering::Acquire)
+        {
+            // A store that fails at once is not asked again at once.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            taken = self.engine.submit(key, Step::Take { epoch }).await;
+            submits += 1;
+        }
+        match taken {
+            Ok(last_seq) => {
                 say(&Report::Took {
                     key,
                     epoch,
                     last_seq,
+                    submits,
                 });
                 self.produce(last_seq + 1).await
             }
-            Ok(None) => {
+            Err(EntityError::Refused(Fenced { .. })) => {
                 say(&Report::Stale { key, epoch });
                 Vec::new()
             }
+            // Revoked (or the run ended) before the take landed: nothing
+            // of this tenure was applied, and nothing is to be served.
+            Err(EntityError::NotApplied(_)) => Vec::new(),
             Err(why) => {
                 say(&Report::Failed(format!(
                     "taking key {key} at epoch {epoch}: {why}"
@@ -364,9 +362,9 @@ impl Producer {
             {
                 outstanding.push(self.engine.submit(
                     self.key,
-                    Input {
-                        seq: next_seq,
+                    Step::Apply {
                         epoch: self.epoch,
+                        seq: next_seq,
                     },
                 ));
                 self.state.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -382,11 +380,7 @@ impl Producer {
     }
 
     /// Counts one caller's outcome; false if the key is no longer served.
-    fn count(
-        &self,
-        outcome: Result<u64, FerryError<Input, HandoverError>>,
-        acked: &mut Vec<u64>,
-    ) -> bool {
+    fn count(&self, outcome: Result<u64, EntityError<Step, Fenced>>, acked: &mut Vec<u64>) -> bool {
         let moved = self.state.moved.load(Ordering::Relaxed);
         let bump = |counter: &AtomicU64| counter.fetch_add(1, Ordering::Relaxed);
         match outcome {
@@ -405,8 +399,9 @@ impl Producer {
                 }
                 true
             }
-            Err(FerryError::Failed(HandoverError::Fenced { .. })) => {
+            Err(EntityError::Refused(Fenced { .. })) => {
                 bump(&self.state.fenced);
+                bump(&self.fenced);
                 false
             }
             Err(other) => {

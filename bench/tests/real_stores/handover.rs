@@ -1,10 +1,11 @@
 //! The handover of `docs/scale-out.md` against each private server: two
-//! owner processes, keys moving between them while the old owner still
-//! has batches in flight.
+//! owner processes, each an entity engine of `ferry::entity`, keys moving
+//! between them while the old owner still has batches in flight.
 //!
 //! - With the fence, the read-back holds every acknowledged seq, none
-//!   twice, each key exactly `1..=last_seq`; the stale owner's callers were
-//!   told (`Failed(Fenced)`), and the new owner served every moved key.
+//!   twice, each key exactly `1..=last_seq`; the stale owner's callers
+//!   were told (`Refused(Fenced)`), and the new owner served every moved
+//!   key.
 //! - Without it (the control), the read-back finds seqs applied twice or
 //!   out of order: the check can see what the fence prevents. A zombie
 //!   that happens not to write in the lag would hide it, so the control is
@@ -32,7 +33,7 @@ fn settings(server: &Private, fence: Fence) -> Settings {
         keys: KEYS,
         moves: MOVES,
         duration: Duration::from_secs(2),
-        // Long enough that the new owner takes the row well inside it, on
+        // Long enough that the new owner takes the key well inside it, on
         // a debug build sharing two cores with the server.
         lag: Duration::from_millis(100),
         fence,
@@ -59,6 +60,7 @@ pub fn fenced_handover_holds(server: &Private) {
     assert_eq!(verdict.not_a_prefix + verdict.unacknowledged, 0, "{text}");
     assert!(verdict.acknowledged > 100, "{text}");
     assert_eq!(verdict.acknowledged, verdict.applied, "{text}");
+    assert_eq!(report.counts.lost, 0, "{text}");
     assert_eq!(report.moves.len(), MOVES, "{text}");
     for record in &report.moves {
         assert!(record.revoked && !record.keys.is_empty(), "{text}");
@@ -67,19 +69,14 @@ pub fn fenced_handover_holds(server: &Private) {
         assert_eq!(record.callers.failed, 0, "{text}");
     }
     let fenced_callers: u64 = report.moves.iter().map(|m| m.callers.fenced).sum();
-    let fenced_batches: u64 = report
-        .moves
-        .iter()
-        .map(|m| m.old_owner_batches.fenced())
-        .sum();
+    let fenced_inputs: u64 = report.moves.iter().map(|m| m.old_owner.fenced).sum();
     assert!(
-        fenced_callers > 0 && fenced_batches > 0,
+        fenced_callers > 0 && fenced_inputs > 0,
         "no zombie met the fence:\n{text}"
     );
     assert_eq!(
-        report.batches.fenced(),
-        fenced_batches,
-        "only old owners are fenced:\n{text}"
+        report.counts.fenced, fenced_callers,
+        "only the moved keys' callers are fenced:\n{text}"
     );
 }
 
@@ -93,8 +90,7 @@ pub fn the_unfenced_control_shows_the_double_application(server: &Private) {
         assert!(handover::report::passed(&report), "{text}");
         assert_eq!(report.verdict.lost, 0, "{text}");
         assert_eq!(
-            report.batches.fenced(),
-            0,
+            report.counts.fenced, 0,
             "nothing is fenced without the fence:\n{text}"
         );
         if report.verdict.anomalies() > 0 {
@@ -146,18 +142,23 @@ pub fn the_command_line_passes_and_leaves_nothing(server: &Private, left_behind:
     );
 }
 
-/// Whether the handover's table is still on the PostgreSQL server at `url`.
+/// Whether either of the handover's tables (the library's, and its
+/// events table) is still on the PostgreSQL server at `url`.
 pub fn postgres_rows_left(url: &str) -> bool {
     crate::one_off(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
             .expect("connect");
         tokio::spawn(connection);
-        let row = client
-            .query_one("SELECT to_regclass($1)::text", &[&handover::POSTGRES_TABLE])
-            .await
-            .expect("query");
-        row.get::<_, Option<String>>(0).is_some()
+        let mut left = false;
+        for table in [handover::POSTGRES_TABLE, handover::POSTGRES_EVENTS_TABLE] {
+            let row = client
+                .query_one("SELECT to_regclass($1)::text", &[&table])
+                .await
+                .expect("query");
+            left |= row.get::<_, Option<String>>(0).is_some();
+        }
+        left
     })
 }
 
@@ -170,7 +171,7 @@ pub fn redis_rows_left(url: &str) -> bool {
             .await
             .expect("connect");
         let found: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}*", handover::REDIS_KEY_PREFIX))
+            .arg(format!("{}*", handover::REDIS_PREFIX))
             .query_async(&mut connection)
             .await
             .expect("KEYS");

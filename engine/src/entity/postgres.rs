@@ -300,8 +300,14 @@ impl<K: PgKey> Store<K> for PostgresStore {
     async fn connect(&self) -> Result<PgConnection<K>, StoreError> {
         // Phase 1: the session.
         let client = self.open_session().await?;
-        // Phase 2: the tables.
+        // Phase 2: the tables, and plans made for each request: a plan
+        // cached while the table was small would scan it whole once it is
+        // not (the statements join the request's keys to the table).
         self.create_tables::<K>(&client).await?;
+        client
+            .batch_execute("SET plan_cache_mode = force_custom_plan")
+            .await
+            .map_err(|err| unsent(&err, &format!("{}: setting the session", self.shown)))?;
         // Phase 3: the statements, prepared once for the connection's life.
         let sql = Statements::new(&self.table, K::SQL_TYPE);
         let prepare = |name: &'static str, text: String| {
@@ -650,16 +656,22 @@ impl Statements {
         // expected 0); the two parts see the same snapshot, and the
         // insert's conflict check keeps a row both could reach from
         // landing twice.
+        // The rows are locked, and new ones inserted, in key order: two
+        // requests on overlapping keys (two instances, a handover) then
+        // never wait on each other in a cycle.
         let write = format!(
             r#"WITH w (key, expected, version, epoch, state) AS (
     SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[])
+), locked AS (
+    SELECT t.key FROM "{table}" AS t WHERE t.key = ANY($1::{key_type}[]) ORDER BY t.key FOR UPDATE
 ), moved AS (
     UPDATE "{table}" AS t SET version = w.version, epoch = w.epoch, state = w.state
-    FROM w WHERE t.key = w.key AND t.version = w.expected AND t.epoch <= w.epoch
+    FROM w JOIN locked ON locked.key = w.key
+    WHERE t.key = w.key AND t.version = w.expected AND t.epoch <= w.epoch
     RETURNING t.key
 ), created AS (
     INSERT INTO "{table}" (key, version, epoch, state)
-    SELECT key, version, epoch, state FROM w WHERE expected = 0
+    SELECT key, version, epoch, state FROM w WHERE expected = 0 ORDER BY key
     ON CONFLICT (key) DO NOTHING
     RETURNING key
 )
@@ -670,13 +682,16 @@ SELECT key FROM moved UNION ALL SELECT key FROM created"#
         let append = format!(
             r#"WITH a (key, expected, version, epoch, tag) AS (
     SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[], $8::bytea[])
+), locked AS (
+    SELECT t.key FROM "{table}" AS t WHERE t.key = ANY($1::{key_type}[]) ORDER BY t.key FOR UPDATE
 ), moved AS (
     UPDATE "{table}" AS t SET version = a.version, epoch = a.epoch, state = a.tag
-    FROM a WHERE t.key = a.key AND t.version = a.expected AND t.epoch <= a.epoch
+    FROM a JOIN locked ON locked.key = a.key
+    WHERE t.key = a.key AND t.version = a.expected AND t.epoch <= a.epoch
     RETURNING t.key
 ), created AS (
     INSERT INTO "{table}" (key, version, epoch, state)
-    SELECT key, version, epoch, tag FROM a WHERE expected = 0
+    SELECT key, version, epoch, tag FROM a WHERE expected = 0 ORDER BY key
     ON CONFLICT (key) DO NOTHING
     RETURNING key
 ), landed AS (
