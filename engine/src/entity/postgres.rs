@@ -85,7 +85,7 @@ pub trait PgKey: Send + Sync + 'static {
     /// must be the Rust type tokio-postgres binds for [`Self::SQL_TYPE`]
     /// (`i64` for `bigint`, `String` for `text`). Two keys are the same
     /// row if and only if their values are equal.
-    type Param: ToSql + FromSqlOwned + Clone + Eq + Hash + Send + Sync + 'static;
+    type Param: ToSql + FromSqlOwned + Clone + Ord + Hash + Send + Sync + 'static;
 
     /// The key as bound; [`StoreError::Refused`] if the column cannot hold
     /// it (nothing is sent then).
@@ -422,8 +422,8 @@ impl<K: PgKey> Connection<K> for PgConnection<K> {
                 "writing",
             )
             .await?;
-        // Phase 3: each write's outcome.
-        self.outcomes::<K>(&columns.keys, &landed)
+        // Phase 3: each write's outcome, in the request's order.
+        self.outcomes::<K>(&columns.asked, &landed)
     }
 
     async fn append(&self, appends: &[Append<'_, K>]) -> Result<Vec<bool>, StoreError> {
@@ -450,8 +450,8 @@ impl<K: PgKey> Connection<K> for PgConnection<K> {
                 "appending",
             )
             .await?;
-        // Phase 3: each append's outcome.
-        self.outcomes::<K>(&columns.keys, &landed)
+        // Phase 3: each append's outcome, in the request's order.
+        self.outcomes::<K>(&columns.asked, &landed)
     }
 }
 
@@ -532,8 +532,10 @@ impl<K> PgConnection<K> {
 }
 
 /// A write request as the statement's array parameters, one element per
-/// write, in the request's order.
+/// write, sorted by key (so that the statement meets the rows, and locks
+/// them, in key order); `asked` keeps the request's order.
 struct WriteColumns<'a, P> {
+    asked: Vec<P>,
     keys: Vec<P>,
     expected: Vec<i64>,
     versions: Vec<i64>,
@@ -541,17 +543,19 @@ struct WriteColumns<'a, P> {
     states: Vec<&'a [u8]>,
 }
 
-impl<'a, P: Eq + Hash> WriteColumns<'a, P> {
+impl<'a, P: Clone + Ord + Hash> WriteColumns<'a, P> {
     fn of<K: PgKey<Param = P>>(writes: &[Write<'a, K>]) -> Result<Self, StoreError> {
+        let (asked, sorted) = by_key(writes, |write| write.key)?;
         let mut columns = WriteColumns {
+            asked,
             keys: Vec::with_capacity(writes.len()),
             expected: Vec::with_capacity(writes.len()),
             versions: Vec::with_capacity(writes.len()),
             epochs: Vec::with_capacity(writes.len()),
             states: Vec::with_capacity(writes.len()),
         };
-        for write in writes {
-            columns.keys.push(write.key.to_param()?);
+        for (key, write) in sorted {
+            columns.keys.push(key);
             columns
                 .expected
                 .push(bigint(write.expected, "expected version")?);
@@ -568,9 +572,11 @@ impl<'a, P: Eq + Hash> WriteColumns<'a, P> {
 }
 
 /// An append request as the statement's array parameters: the heads, one
-/// element per append in the request's order, and the events, one element
-/// per event, each with its key and sequence.
+/// element per append sorted by key (as [`WriteColumns`]), and the events,
+/// one element per event, each with its key and sequence; `asked` keeps
+/// the request's order.
 struct AppendColumns<'a, P> {
+    asked: Vec<P>,
     keys: Vec<P>,
     expected: Vec<i64>,
     versions: Vec<i64>,
@@ -581,9 +587,11 @@ struct AppendColumns<'a, P> {
     events: Vec<&'a [u8]>,
 }
 
-impl<'a, P: Clone + Eq + Hash> AppendColumns<'a, P> {
+impl<'a, P: Clone + Ord + Hash> AppendColumns<'a, P> {
     fn of<K: PgKey<Param = P>>(appends: &[Append<'a, K>]) -> Result<Self, StoreError> {
+        let (asked, sorted) = by_key(appends, |append| append.key)?;
         let mut columns = AppendColumns {
+            asked,
             keys: Vec::with_capacity(appends.len()),
             expected: Vec::with_capacity(appends.len()),
             versions: Vec::with_capacity(appends.len()),
@@ -593,8 +601,7 @@ impl<'a, P: Clone + Eq + Hash> AppendColumns<'a, P> {
             event_seqs: Vec::new(),
             events: Vec::new(),
         };
-        for append in appends {
-            let key = append.key.to_param()?;
+        for (key, append) in sorted {
             let expected = bigint(append.expected, "expected length")?;
             let added = u64::try_from(append.events.len()).unwrap_or(u64::MAX);
             let length = append
@@ -620,6 +627,24 @@ impl<'a, P: Clone + Eq + Hash> AppendColumns<'a, P> {
         );
         Ok(columns)
     }
+}
+
+/// A request's keys as bound in its order, and its items with their keys
+/// sorted by key.
+type ByKey<'r, P, T> = (Vec<P>, Vec<(P, &'r T)>);
+
+/// `items` as [`ByKey`] holds them.
+fn by_key<'r, T, K: PgKey>(
+    items: &'r [T],
+    key: impl Fn(&'r T) -> &'r K,
+) -> Result<ByKey<'r, K::Param, T>, StoreError> {
+    let mut sorted = items
+        .iter()
+        .map(|item| Ok((key(item).to_param()?, item)))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let asked = sorted.iter().map(|(param, _)| param.clone()).collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((asked, sorted))
 }
 
 /// `value` as a bigint column holds it; refused if it does not fit.
@@ -656,18 +681,16 @@ impl Statements {
         // expected 0); the two parts see the same snapshot, and the
         // insert's conflict check keeps a row both could reach from
         // landing twice.
-        // The rows are locked, and new ones inserted, in key order: two
-        // requests on overlapping keys (two instances, a handover) then
-        // never wait on each other in a cycle.
+        // The request's rows come sorted by key (see `WriteColumns`), and
+        // new ones are inserted in that order too: two requests on
+        // overlapping keys (two instances, a handover) lock them in one
+        // order rather than wait on each other in a cycle.
         let write = format!(
             r#"WITH w (key, expected, version, epoch, state) AS (
     SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[])
-), locked AS (
-    SELECT t.key FROM "{table}" AS t WHERE t.key = ANY($1::{key_type}[]) ORDER BY t.key FOR UPDATE
 ), moved AS (
     UPDATE "{table}" AS t SET version = w.version, epoch = w.epoch, state = w.state
-    FROM w JOIN locked ON locked.key = w.key
-    WHERE t.key = w.key AND t.version = w.expected AND t.epoch <= w.epoch
+    FROM w WHERE t.key = w.key AND t.version = w.expected AND t.epoch <= w.epoch
     RETURNING t.key
 ), created AS (
     INSERT INTO "{table}" (key, version, epoch, state)
@@ -682,12 +705,9 @@ SELECT key FROM moved UNION ALL SELECT key FROM created"#
         let append = format!(
             r#"WITH a (key, expected, version, epoch, tag) AS (
     SELECT * FROM unnest($1::{key_type}[], $2::bigint[], $3::bigint[], $4::bigint[], $8::bytea[])
-), locked AS (
-    SELECT t.key FROM "{table}" AS t WHERE t.key = ANY($1::{key_type}[]) ORDER BY t.key FOR UPDATE
 ), moved AS (
     UPDATE "{table}" AS t SET version = a.version, epoch = a.epoch, state = a.tag
-    FROM a JOIN locked ON locked.key = a.key
-    WHERE t.key = a.key AND t.version = a.expected AND t.epoch <= a.epoch
+    FROM a WHERE t.key = a.key AND t.version = a.expected AND t.epoch <= a.epoch
     RETURNING t.key
 ), created AS (
     INSERT INTO "{table}" (key, version, epoch, state)
