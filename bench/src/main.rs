@@ -339,8 +339,9 @@ struct Args {
     /// Owners in separate processes, each with its own engine (--shards tokio
     /// shards, one connection each), producing each key's next sequence
     /// numbers; --moves times a share of the keys moves to another owner.
-    /// A batch reads the key's row and appends its seqs on the condition of
-    /// the version read and the owner's epoch. After the run the store is
+    /// Owners write through ferry::entity: a key's state holds its owner
+    /// epoch and its seqs, the fold refuses a stale owner's, and each write
+    /// lands on the condition of the version read. After the run the store is
     /// read back: nothing acknowledged lost, nothing applied twice, each
     /// key's seqs exactly 1..=last_seq. Exits 1 if a check fails
     #[arg(long)]
