@@ -5,9 +5,19 @@
 //!
 //! ```text
 //! cargo build --release -p ferry-bench --example steady
-//! target/release/examples/steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio]
-//! target/release/examples/steady <ferry|single-lock|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio]
+//! target/release/examples/steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]
+//! target/release/examples/steady <ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]
 //! ```
+//!
+//! Keys: `cycle` (the default) gives input `i` key `i % keys`; `uniform`
+//! and `zipf:S` draw each input's key from `ferry_bench::dist`, with one
+//! generator of a fixed seed drawn in input order, so every run (and every
+//! system) gets the same keys. The draws are made before any input is
+//! submitted, in `pick_keys`, whose instructions `bench/callgrind.sh` takes
+//! out of the count (as it does the clock's calibration); `submit` and the
+//! systems follow them, `many` and `local` keep to `cycle`. The caller
+//! threads run `caller_thread`, which nothing else runs: the script tells
+//! their share of the count by it.
 //!
 //! Two shards, unpinned, no spin and no doze (see `steady`), an instant
 //! batch function (it hands its inputs back), the defaults otherwise. The
@@ -31,7 +41,8 @@
 //!   pending on its first poll (waking itself) and ready on its second, as
 //!   an answered submit is. What the workload itself costs an input, to
 //!   read the other figures against.
-//! - `ferry`, `single-lock`, `batch-aint-one`, `unbatched`: the systems
+//! - `ferry`, `ferry-trips`, `single-lock`, `multi-key`, `batch-aint-one`,
+//!   `unbatched`: the systems
 //!   `ferry-load` compares, each as it starts them there (its defaults:
 //!   batches of up to 64, 256 in flight; the other systems on tokio with 2
 //!   workers), on its simulated store with no round trip (`--store-rtt
@@ -49,6 +60,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ferry::{Batcher, Builder, Engine, FerryError, Runtime, ShardId};
+use ferry_bench::dist::{KeyDist, KeySampler, Rng};
 use ferry_bench::run::{with_system, WithSystem};
 use ferry_bench::store::{Fence, Store};
 use ferry_bench::systems::{Outcome, Settings, System, SystemKind, DEFAULT_RETRY_UNKNOWN};
@@ -64,7 +76,10 @@ const IN_FLIGHT_PER_CALLER: usize = 1_000;
 /// Inputs per `submit_many` call in the `many` mode.
 const PER_CALL: usize = 500;
 
-const USAGE: &str = "usage: steady <submit|local|batcher|many|harness|ferry|single-lock|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio]";
+const USAGE: &str = "usage: steady <submit|local|batcher|many|harness|ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]";
+
+/// The seed of the key draws of `uniform` and `zipf:S`.
+const KEY_SEED: u64 = 0x5EED_F3A4_0000_0041;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -81,7 +96,29 @@ struct Workload {
     mode: Mode,
     inputs: usize,
     keys: u64,
+    /// Input `i`'s key, drawn before the run; empty for `cycle`.
+    drawn: Vec<u64>,
     runtime: Runtime,
+}
+
+impl Workload {
+    /// Input `i`'s key.
+    fn key(&self, i: usize) -> u64 {
+        match self.drawn.get(i) {
+            Some(&key) => key,
+            None => i as u64 % self.keys,
+        }
+    }
+}
+
+/// Each input's key in `0..keys` from `dist`, drawn in input order from
+/// one generator of a fixed seed. Kept out of line: `bench/callgrind.sh`
+/// takes its instructions out of the count.
+#[inline(never)]
+fn pick_keys(inputs: usize, keys: u64, dist: KeyDist) -> Vec<u64> {
+    let sampler = KeySampler::new(dist, keys).expect("the key distribution fits");
+    let mut rng = Rng::new(KEY_SEED);
+    (0..inputs).map(|_| sampler.sample(&mut rng)).collect()
 }
 
 fn main() -> ExitCode {
@@ -128,7 +165,9 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
         "many" => Mode::Many,
         "harness" => Mode::Harness,
         "ferry" => Mode::System(SystemKind::Ferry),
+        "ferry-trips" => Mode::System(SystemKind::FerryTrips),
         "single-lock" => Mode::System(SystemKind::SingleLock),
+        "multi-key" => Mode::System(SystemKind::MultiKey),
         "batch-aint-one" => Mode::System(SystemKind::BatchAintOne),
         "unbatched" => Mode::System(SystemKind::Unbatched),
         other => return Err(format!("unknown mode `{other}`")),
@@ -142,20 +181,35 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
     if keys == 0 {
         return Err("keys must be at least 1".to_string());
     }
-    let runtime = match rest {
-        [] => Runtime::Auto,
-        [runtime] => match runtime.as_str() {
-            "auto" => Runtime::Auto,
-            "glommio" => Runtime::Glommio,
-            "tokio" => Runtime::Tokio,
-            other => return Err(format!("unknown runtime `{other}`")),
-        },
-        _ => return Err("at most four arguments".to_string()),
+    let (mut runtime, mut dist) = (Runtime::Auto, None);
+    if rest.len() > 2 {
+        return Err("at most five arguments".to_string());
+    }
+    for arg in rest {
+        match arg.as_str() {
+            "auto" => runtime = Runtime::Auto,
+            "glommio" => runtime = Runtime::Glommio,
+            "tokio" => runtime = Runtime::Tokio,
+            "cycle" => dist = None,
+            other => match other.parse::<KeyDist>() {
+                Ok(parsed) => dist = Some(parsed),
+                Err(_) => {
+                    return Err(format!(
+                        "`{other}` is neither a runtime nor a key distribution"
+                    ))
+                }
+            },
+        }
+    }
+    let drawn = match dist {
+        Some(dist) if inputs > 0 => pick_keys(inputs, keys, dist),
+        _ => Vec::new(),
     };
     Ok(Workload {
         mode,
         inputs,
         keys,
+        drawn,
         runtime,
     })
 }
@@ -184,10 +238,8 @@ fn run_submit(workload: &Workload) -> (usize, u64, Runtime) {
     let engine: Engine<u64, u64, u64, ()> = steady(Engine::builder(), workload.runtime)
         .start(|_shard| |_key: u64, inputs: Vec<u64>| async move { Ok::<_, ()>(inputs) })
         .expect("the engine starts");
-    let keys = workload.keys;
     let done = on_caller_threads(workload.inputs, |i| {
-        let input = i as u64;
-        engine.submit(input % keys, input)
+        engine.submit(workload.key(i), i as u64)
     });
     engine.close();
     engine.join();
@@ -375,11 +427,11 @@ impl WithSystem for Callers<'_> {
     type Output = (usize, u64, Runtime);
 
     fn with<S: System>(self, _name: &str, _shards: Option<usize>, mut system: S) -> Self::Output {
-        let keys = self.workload.keys;
-        let done = on_caller_threads(self.workload.inputs, |i| {
+        let workload = self.workload;
+        let done = on_caller_threads(workload.inputs, |i| {
             let input = i as u64;
             system
-                .submit(input % keys, input)
+                .submit(workload.key(i), input)
                 .map(move |outcome| match outcome {
                     Outcome::Done => Ok(input),
                     other => panic!("input {input} was answered {other:?}"),
@@ -434,10 +486,7 @@ where
         let callers: Vec<_> = (0..SHARDS)
             .map(|caller| {
                 let submit = &submit;
-                scope.spawn(move || {
-                    let mine = share(inputs, caller);
-                    futures::executor::block_on(in_flight(mine, |j| submit(caller + j * SHARDS)))
-                })
+                scope.spawn(move || caller_thread(inputs, caller, submit))
             })
             .collect();
         callers
@@ -445,6 +494,19 @@ where
             .map(|caller| caller.join().expect("a caller thread panicked"))
             .sum()
     })
+}
+
+/// Caller thread `caller`'s whole work: its share of `inputs`. Kept out of
+/// line, and run by the caller threads only: `bench/callgrind.sh` tells
+/// their files by it.
+#[inline(never)]
+fn caller_thread<S, F>(inputs: usize, caller: usize, submit: &S) -> usize
+where
+    S: Fn(usize) -> F + Sync,
+    F: Future<Output = Result<u64, FerryError<u64, ()>>>,
+{
+    let mine = share(inputs, caller);
+    futures::executor::block_on(in_flight(mine, |j| submit(caller + j * SHARDS)))
 }
 
 /// Submits `inputs` inputs (`submit(0)`, `submit(1)`, …), keeping at most

@@ -200,7 +200,7 @@ pub type TripDispatchOf<Q, I, O, E> = TripDispatch<
 
 /// The shard's state machine over the queue `Q`. See the module docs.
 #[derive(Debug)]
-pub struct ShardCore<Q, I, O, E> {
+pub struct ShardCore<Q: Queue<Waiter<I, O, E>>, I, O, E> {
     queue: Q,
     max_in_flight_batches: usize,
     in_flight: usize,
@@ -211,6 +211,10 @@ pub struct ShardCore<Q, I, O, E> {
     woke_local: bool,
     /// Answers kept for `submit_many` callers until the round's end.
     deliveries: Deliveries<I, O, E>,
+    /// Emptied vectors of answered trips, for the next trips.
+    spare_trips: Vec<TripHeld<Q::Ticket, I, O, E>>,
+    /// How many batches the last trip carried.
+    trip_batches_last: usize,
 }
 
 /// The counts, spares and records of a shard's core beside its queue.
@@ -223,6 +227,14 @@ struct Books<I, O, E> {
     /// Emptied output vectors of answered batches, turned into inputs
     /// vectors for the next dispatches (see `spare_inputs_of`).
     spare_inputs: Vec<Vec<I>>,
+    /// How many of each spare vector are kept at most: `SPARES_MAX`, or
+    /// as many as one trip carries batches if that is more, so that a trip
+    /// taken after one answered reuses every vector (see `dispatch_trip`).
+    spares_max: usize,
+    /// The most room a kept inputs vector may have: a batch holds at most
+    /// `max_batch_size` inputs, and never more than `SPARE_INPUTS_ROOM_MAX`
+    /// are kept.
+    spare_inputs_room_max: usize,
     /// Inputs whose callers dropped their futures are withdrawn.
     withdraw_on_drop: bool,
     /// What each flush request waits for.
@@ -244,6 +256,7 @@ impl<I, O, E> Books<I, O, E> {
         let mut inputs = self.spare_inputs.pop().unwrap_or_default();
         inputs.reserve(items.len());
         let mut replies = self.spare_replies.pop().unwrap_or_default();
+        replies.reserve(items.len());
         let withdraw = self.withdraw_on_drop;
         for (input, reply) in self.observer.watch(now, items) {
             if withdraw && reply.is_abandoned() {
@@ -266,14 +279,19 @@ pub type FlushReply = oneshot::Sender<()>;
 /// their batch is taken.
 const WITHDRAW_SCAN: usize = 128;
 
-/// Reply vectors kept for reuse at most. Each holds at most
-/// `max_batch_size` slots, so this bounds what the pool keeps.
-const MAX_SPARE_REPLIES: usize = 64;
+/// Reply and inputs vectors kept for reuse at most, unless a trip carries
+/// more batches (then as many as one trip carries, `Books::spares_max`). A
+/// reply vector holds at most `max_batch_size` slots, so this bounds what
+/// the pool keeps.
+const SPARES_MAX: usize = 64;
 
-/// Inputs vectors kept for reuse at most, and the most room one may have
-/// to be kept (a batch function may hand back a vector larger than it got).
-const SPARE_INPUTS_MAX: usize = 64;
+/// The most room an inputs vector may have to be kept, whatever the batch
+/// size (a batch function may hand back a vector larger than it got).
 const SPARE_INPUTS_ROOM_MAX: usize = 4_096;
+
+/// Emptied trip vectors (what the loop keeps of a trip) kept for reuse at
+/// most.
+const SPARE_TRIPS_MAX: usize = 4;
 
 /// The batch a core of queue `Q` dispatches.
 pub type DispatchOf<Q, I, O, E> =
@@ -295,6 +313,8 @@ where
                 stats: ShardStats::default(),
                 spare_replies: Vec::new(),
                 spare_inputs: Vec::new(),
+                spares_max: SPARES_MAX,
+                spare_inputs_room_max: lanes.max_batch_size.min(SPARE_INPUTS_ROOM_MAX),
                 withdraw_on_drop: lanes.withdraw_on_drop,
                 generations: Generations::default(),
                 observer: Observer::default(),
@@ -304,6 +324,8 @@ where
             in_flight: 0,
             woke_local: false,
             deliveries: Deliveries::default(),
+            spare_trips: Vec::new(),
+            trip_batches_last: 1,
         }
     }
 
@@ -456,7 +478,11 @@ where
         if self.in_flight >= self.max_in_flight_batches {
             return None;
         }
-        let (mut batches, mut held) = (Vec::new(), Vec::new());
+        // A trip carries as many batches as the one before it, most often:
+        // room for as many, and the vector the loop keeps from a spare.
+        let mut batches = Vec::with_capacity(self.trip_batches_last.min(limits.max_batches));
+        let mut held = self.spare_trips.pop().unwrap_or_default();
+        self.books.spares_max = self.books.spares_max.max(limits.max_batches);
         let mut weight = 0_u64;
         while batches.len() < limits.max_batches {
             if limits.max_weight != u64::MAX {
@@ -482,8 +508,10 @@ where
             held.push((ticket, replies));
         }
         if batches.is_empty() {
+            self.keep_spare_trip(held);
             return None;
         }
+        self.trip_batches_last = batches.len();
         self.in_flight += 1;
         self.books.stats.trips += 1;
         self.books.observer.trip_taken(batches.len());
@@ -516,16 +544,20 @@ where
     /// `WrongOutputCount { expected: batches, got: results }`; one that
     /// panicked fails every batch `Panicked`. A batch whose own result has
     /// the wrong number of outputs fails alone (G10).
-    pub fn answer_trip(&mut self, held: TripHeld<Q::Ticket, I, O, E>, outcome: TripOutcome<O, E>) {
+    pub fn answer_trip(
+        &mut self,
+        mut held: TripHeld<Q::Ticket, I, O, E>,
+        outcome: TripOutcome<O, E>,
+    ) {
         match outcome {
             Ended::Returned(results) if results.len() == held.len() => {
-                for ((_, replies), result) in held.into_iter().zip(results) {
+                for ((_, replies), result) in held.drain(..).zip(results) {
                     self.answer(replies, Ended::Returned(result));
                 }
             }
             Ended::Returned(results) => {
                 let (expected, got) = (held.len(), results.len());
-                for (_, mut replies) in held {
+                for (_, mut replies) in held.drain(..) {
                     let stats = &mut self.books.stats;
                     stats.answered += replies.len() as u64;
                     stats.wrong_output_count += replies.len() as u64;
@@ -537,10 +569,19 @@ where
                 }
             }
             Ended::Panicked => {
-                for (_, replies) in held {
+                for (_, replies) in held.drain(..) {
                     self.answer(replies, Ended::Panicked);
                 }
             }
+        }
+        self.keep_spare_trip(held);
+    }
+
+    /// Keeps an emptied trip vector for a later trip (up to a few).
+    fn keep_spare_trip(&mut self, held: TripHeld<Q::Ticket, I, O, E>) {
+        debug_assert!(held.is_empty(), "every batch of a trip is answered (G4)");
+        if self.spare_trips.len() < SPARE_TRIPS_MAX {
+            self.spare_trips.push(held);
         }
     }
 
@@ -703,7 +744,7 @@ where
     #[inline(always)]
     fn keep_spare_replies(&mut self, replies: Vec<Reply<I, O, E>>) {
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
-        if self.books.spare_replies.len() < MAX_SPARE_REPLIES {
+        if self.books.spare_replies.len() < self.books.spares_max {
             self.books.spare_replies.push(replies);
         }
     }
@@ -733,8 +774,8 @@ where
     /// vector, if it can serve as one (see `spare_inputs_of`) and room is
     /// left among the spares.
     fn keep_spare_inputs(&mut self, outputs: Vec<O>) {
-        if self.books.spare_inputs.len() >= SPARE_INPUTS_MAX
-            || outputs.capacity() > SPARE_INPUTS_ROOM_MAX
+        if self.books.spare_inputs.len() >= self.books.spares_max
+            || outputs.capacity() > self.books.spare_inputs_room_max
         {
             return;
         }
