@@ -300,12 +300,14 @@ impl<K: PgKey> Store<K> for PostgresStore {
     async fn connect(&self) -> Result<PgConnection<K>, StoreError> {
         // Phase 1: the session.
         let client = self.open_session().await?;
-        // Phase 2: the tables, and plans made for each request: a plan
-        // cached while the table was small would scan it whole once it is
-        // not (the statements join the request's keys to the table).
+        // Phase 2: the tables, and plans that reach rows by key: a plan
+        // cached while the table was small (or never analysed) would
+        // otherwise scan it whole once it is not (the statements join the
+        // request's keys to the table). The session runs only these
+        // statements, each of which has the primary key to go by.
         self.create_tables::<K>(&client).await?;
         client
-            .batch_execute("SET plan_cache_mode = force_custom_plan")
+            .batch_execute("SET enable_seqscan = off")
             .await
             .map_err(|err| unsent(&err, &format!("{}: setting the session", self.shown)))?;
         // Phase 3: the statements, prepared once for the connection's life.
