@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use ferry::{Engine, Runtime};
-use ferry_bench::cpu::{process_cpu_time, Threads};
+use ferry_bench::base::cpu::{process_cpu_time, Threads};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Keys: `cycle` (the default) gives input `i` key `i % keys`; `uniform`
-//! and `zipf:S` draw each input's key from `ferry_bench::dist`, with one
+//! and `zipf:S` draw each input's key from `ferry_bench::sources::dist`, with one
 //! generator of a fixed seed drawn in input order, so every run (and every
 //! system) gets the same keys. The draws are made before any input is
 //! submitted, in `pick_keys`, whose instructions `bench/callgrind.sh` takes
@@ -60,8 +60,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ferry::{Batcher, Builder, Engine, FerryError, Runtime, ShardId};
-use ferry_bench::dist::{KeyDist, KeySampler, Rng};
-use ferry_bench::run::{with_system, WithSystem};
+use ferry_bench::run::compare::{with_system, WithSystem};
+use ferry_bench::sources::dist::{KeyDist, KeySampler, Rng};
 use ferry_bench::store::{Fence, Store};
 use ferry_bench::systems::{Outcome, Settings, System, SystemKind, DEFAULT_RETRY_UNKNOWN};
 use futures::stream::{FuturesUnordered, StreamExt};

@@ -2,39 +2,31 @@
 //! alternatives it is compared with, all talking to one store: simulated, or
 //! a real PostgreSQL or Redis server.
 //!
+//! The crate is in layers, one folder each, lowest first; a layer names
+//! only its own and those below it (`tests/layers.rs` checks it):
+//!
+//! - [`base`]: durations, CPU time, thread timing, child processes' lines;
+//! - [`scenarios`]: what a run does beyond load and the systems report to:
+//!   store faults and the proxy that makes them, overload (a store that
+//!   slows down, callers that give up), event time;
 //! - [`store`]: the store (per key a version and a value, a read and a
 //!   conditional write per batch), its connections and pools, the
-//!   simulated one ([`store::sim`], round trips timed by its own thread)
-//!   and the real ones;
-//! - [`dist`]: which key each input goes to;
-//! - [`cpu`]: CPU time used by the process, for a cost per input;
-//! - [`load`]: the generator threads, closed or open loop, and one run;
+//!   simulated one ([`store::sim`]) and the real ones;
 //! - [`systems`]: ferry, single-lock, batch-aint-one and unbatched behind
-//!   one trait, and for `--mode unkeyed` batcher, batch-aint-one on one key
-//!   and single-lock-fifo;
-//! - [`handover`]: keys moving between owners in separate processes
-//!   against a real store, fenced by an owner epoch, and the read-back that
-//!   checks nothing was lost or applied twice;
-//! - `kafka` (feature `kafka`): `--source kafka`, a keyed topic consumed
-//!   into PostgreSQL by a consumer group of member processes, ferry's and
-//!   a partition-serial one, a member killed mid-run, the rows read back;
-//! - [`child_lines`]: the lines child processes report on;
-//! - [`faults`]: `--fault`, a real store restarted, its connections ended
-//!   or its traffic stalled during each run, through a loopback proxy of
-//!   the tool's own;
-//! - [`overload`]: the overload scenario (a store that slows down, callers
-//!   that give up): goodput, waste and recovery;
-//! - [`run`]: one system at one shard count, from start to figures;
-//! - [`report`]: the progress line, the table and the JSON;
-//! - [`plot`]: the `--plot` picture, latency curves by percentile and a
-//!   sweep's throughput by shards;
-//! - [`duration`]: durations as the command line writes them;
-//! - [`timing`]: how precisely the store thread wakes;
-//! - [`tune`]: `--tune`, a search of ferry-trips' shards, slots and trip
-//!   size for the highest throughput within a latency budget.
+//!   one trait, and the unkeyed batcher, batch-aint-one on one key and
+//!   single-lock-fifo;
+//! - [`sources`]: which key each input goes to, the load's callers, closed
+//!   or open loop, and (feature `kafka`) a keyed Kafka topic consumed by a
+//!   group of member processes;
+//! - [`report`]: results, the progress line, the table and the JSON;
+//! - [`run`]: one system at one shard count from start to figures, and the
+//!   handover of keys between owners in separate processes;
+//! - [`plot`] and [`tune`]: the `--plot` picture and the `--tune` search.
 //!
 //! ```no_run
-//! use ferry_bench::{dist, load, run, store, systems};
+//! use ferry_bench::run::compare as run;
+//! use ferry_bench::sources::{dist, load};
+//! use ferry_bench::{store, systems};
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
@@ -75,22 +67,14 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod child_lines;
-pub mod cpu;
-pub mod dist;
-pub mod duration;
-pub mod event_time;
-pub mod faults;
-pub mod handover;
-#[cfg(feature = "kafka")]
-pub mod kafka;
-pub mod load;
-pub mod overload;
+// The layers, lowest first (`tests/layers.rs` checks that imports run
+// downward only).
+pub mod base;
 pub mod plot;
 pub mod report;
 pub mod run;
-pub mod sched;
+pub mod scenarios;
+pub mod sources;
 pub mod store;
 pub mod systems;
-pub mod timing;
 pub mod tune;

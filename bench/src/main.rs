@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::duration::{format_duration, parse_duration};
-use ferry_bench::event_time;
-use ferry_bench::faults::{Fault, FaultKind, Faults};
-use ferry_bench::handover;
-use ferry_bench::load::{Load, Mode};
-use ferry_bench::overload::Slowdown;
+use ferry_bench::base::duration::{format_duration, parse_duration};
 use ferry_bench::report::{self, JsonReport, RunResult};
+use ferry_bench::run::handover;
+use ferry_bench::scenarios::event_time;
+use ferry_bench::scenarios::faults::{Fault, FaultKind, Faults};
+use ferry_bench::scenarios::overload::Slowdown;
+use ferry_bench::sources::dist::{KeyDist, KeySampler};
+use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::{Fence, Store, StoreAddress};
 use ferry_bench::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
@@ -775,7 +775,7 @@ fn kafka_asked() -> bool {
 /// `--source kafka`: exit 1 if ferry's fenced verdict failed.
 #[cfg(feature = "kafka")]
 fn kafka_main() -> ExitCode {
-    use ferry_bench::kafka::cli::{self, KafkaArgs};
+    use ferry_bench::sources::kafka::cli::{self, KafkaArgs};
     match cli::main(&KafkaArgs::parse()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -1066,7 +1066,7 @@ fn run_one(
         Some(n) => format!("{name} ({n} shards)"),
         None => name.to_string(),
     };
-    let on_progress = |progress: &ferry_bench::load::Progress| {
+    let on_progress = |progress: &ferry_bench::sources::load::Progress| {
         let line = report::progress_line(&label, progress);
         if live {
             eprint!("\r{line}\x1b[K");
@@ -1076,7 +1076,7 @@ fn run_one(
         }
     };
     let result = match system {
-        Compared::Keyed(kind) => ferry_bench::run::run_with_faults(
+        Compared::Keyed(kind) => ferry_bench::run::compare::run_with_faults(
             kind,
             shards,
             single_lock_workers,
@@ -1086,7 +1086,7 @@ fn run_one(
             faults,
             on_progress,
         ),
-        Compared::Unkeyed(kind) => ferry_bench::run::run_unkeyed(
+        Compared::Unkeyed(kind) => ferry_bench::run::compare::run_unkeyed(
             kind,
             shards,
             single_lock_workers,

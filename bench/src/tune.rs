@@ -2,7 +2,7 @@
 //! its shard count, its slots (trips in flight per shard,
 //! `max_trips_in_flight`) and its keys' batches per trip
 //! (`max_trip_batches`). Every point tried is one measured run
-//! ([`crate::run::run`]); the best is the one with the highest throughput
+//! ([`crate::run::compare::run`]); the best is the one with the highest throughput
 //! among those that lost nothing, whose read-back matched (and, ferry being
 //! ferry, never conflicted) and, with a latency budget, whose p99 is within
 //! it.
@@ -55,9 +55,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{Color, FontStyle, IntoFont, RGBColor, TextStyle, BLACK, WHITE};
 use serde::Serialize;
 
-use crate::duration::format_duration;
-use crate::load::{Load, Progress};
+use crate::base::duration::format_duration;
 use crate::report::{self, thousands, RunResult};
+use crate::sources::load::{Load, Progress};
 use crate::store::{Store, StoreAddress};
 use crate::systems::{Settings, SystemKind};
 
@@ -469,7 +469,7 @@ pub fn measure(
     point: Point,
     on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, String> {
-    crate::run::run(
+    crate::run::compare::run(
         SystemKind::FerryTrips,
         Some(point.shards),
         1,

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use ferry_bench::load::Mode;
 use ferry_bench::report::{problems, RunResult};
-use ferry_bench::run::run;
+use ferry_bench::run::compare::run;
+use ferry_bench::sources::load::Mode;
 use ferry_bench::store::Store;
 use ferry_bench::systems::SystemKind;
 

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use ferry_bench::load::Mode;
 use ferry_bench::report::problems;
-use ferry_bench::run::run;
+use ferry_bench::run::compare::run;
+use ferry_bench::sources::load::Mode;
 use ferry_bench::store::Store;
 use ferry_bench::systems::{Settings, SystemKind};
 use support::{load, settings, KEYS};

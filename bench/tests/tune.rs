@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ferry_bench::load::{Load, Mode};
 use ferry_bench::report::RunResult;
+use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::Store;
 use ferry_bench::tune::{self, Axis, Grid, Plan, Point, Tuning, Verdict};
 

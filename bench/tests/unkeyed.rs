@@ -9,10 +9,10 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::load::{Load, Mode};
 use ferry_bench::report::{problems, RunResult};
-use ferry_bench::run::run_unkeyed;
+use ferry_bench::run::compare::run_unkeyed;
+use ferry_bench::sources::dist::{KeyDist, KeySampler};
+use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::Store;
 use ferry_bench::systems::{Settings, UnkeyedKind};
 

@@ -36,7 +36,7 @@
 //! was sent. The holding back is the store's own thread: it keeps pending
 //! answers in a heap by due time and sleeps until the earliest, with the
 //! kernel's timer slack lowered to 1 µs and its priority raised (see
-//! [`crate::timing`]), so when answers come back depends on the kernel's
+//! [`crate::base::timing`]), so when answers come back depends on the kernel's
 //! wake-up of one thread, the same for every system, and not on the
 //! caller's runtime (tokio's timer wheel, for instance, has 1 ms steps) or
 //! on how busy the machine is. How late that wake-up is depends on the
@@ -72,7 +72,7 @@ use hdrhistogram::Histogram;
 use super::{
     lock, new_histogram, Attempt, Contents, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX,
 };
-use crate::overload;
+use crate::scenarios::overload;
 
 /// The store thread sleeps at most this long at a time, so it notices a stop.
 const IDLE_SLEEP_MAX: Duration = Duration::from_millis(10);
@@ -522,10 +522,10 @@ impl Ord for Due {
 /// The store thread: take new requests, deliver what is due, sleep until the
 /// next due time (see the module docs for why no wake-up is needed).
 fn run(wire: &Wire, rtt: Duration) {
-    if !crate::timing::lower_timer_slack() {
+    if !crate::base::timing::lower_timer_slack() {
         eprintln!("ferry-load: could not lower the store thread's timer slack; answers may come back up to 50 µs late");
     }
-    if !crate::timing::raise_priority() {
+    if !crate::base::timing::raise_priority() {
         eprintln!("ferry-load: could not raise the store thread's priority (needs CAP_SYS_NICE); on a busy machine its answers may come back late");
     }
     let mut heap: BinaryHeap<Reverse<Due>> = BinaryHeap::new();

@@ -21,8 +21,8 @@
 //! Either way its worker and batches run on a tokio multi-threaded runtime,
 //! and its batches share a [`Pool`] of connections made on that runtime.
 
-use crate::event_time;
-use crate::overload;
+use crate::scenarios::event_time;
+use crate::scenarios::overload;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};

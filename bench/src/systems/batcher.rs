@@ -9,7 +9,7 @@
 //! one shard), so here a generator thread is a caller: with fewer
 //! generators than shards, some shards get no work.
 
-use crate::overload;
+use crate::scenarios::overload;
 use futures::future::Map;
 use futures::{FutureExt, StreamExt};
 

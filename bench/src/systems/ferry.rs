@@ -23,8 +23,8 @@
 //! threads are never pinned, so on a small machine they share the shards'
 //! cores.
 
-use crate::event_time;
-use crate::overload;
+use crate::scenarios::event_time;
+use crate::scenarios::overload;
 use futures::future::{Either, Map};
 use futures::{FutureExt, StreamExt};
 

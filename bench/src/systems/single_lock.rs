@@ -18,8 +18,8 @@
 //! leaves a lane ready wakes one, a cheaper choice that can only help this
 //! baseline.
 
-use crate::event_time;
-use crate::overload;
+use crate::scenarios::event_time;
+use crate::scenarios::overload;
 use std::time::Instant;
 
 use ferry_shard::parts::{Batch, LaneId, Lanes};

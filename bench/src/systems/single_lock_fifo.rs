@@ -38,7 +38,7 @@
 //! every idle worker at once. After [`System::close`] the delay is ignored,
 //! and a worker that finds the queue empty exits.
 
-use crate::overload;
+use crate::scenarios::overload;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -10,8 +10,8 @@
 //! reactor: a tokio runtime of `tokio_workers` threads runs it (and nothing
 //! else), as a service's runtime would under its request handlers.
 
-use crate::event_time;
-use crate::overload;
+use crate::scenarios::event_time;
+use crate::scenarios::overload;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Faults at a real store during a run (`--fault`, see
-//! `ferry_bench::faults`): a restart (the private server stopped hard and
+//! `ferry_bench::scenarios::faults`): a restart (the private server stopped hard and
 //! started again in place, by the script `servers.rs` writes), every client
 //! connection ended by the server, and the traffic stalled by the tool's
 //! proxy. Each fault on its own, for ferry, ferry-trips and single-lock
@@ -15,10 +15,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_bench::faults::{Fault, FaultKind, Faults};
-use ferry_bench::load::Load;
 use ferry_bench::report::{problems, RunResult};
-use ferry_bench::run::run_with_faults;
+use ferry_bench::run::compare::run_with_faults;
+use ferry_bench::scenarios::faults::{Fault, FaultKind, Faults};
+use ferry_bench::sources::load::Load;
 use ferry_bench::store::{Fence, Store, StoreAddress};
 use ferry_bench::systems::{Settings, SystemKind};
 

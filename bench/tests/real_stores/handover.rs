@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_bench::handover::{self, Fence, HandoverReport, Settings};
+use ferry_bench::run::handover::{self, Fence, HandoverReport, Settings};
 
 use crate::servers::Private;
 

@@ -41,10 +41,10 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::load::{Load, Mode};
 use ferry_bench::report::{problems, RunResult};
-use ferry_bench::run::{run, run_unkeyed};
+use ferry_bench::run::compare::{run, run_unkeyed};
+use ferry_bench::sources::dist::{KeyDist, KeySampler};
+use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::{
     Contents, Pool, Store, StoreAddress, Write, POSTGRES_TABLE, REDIS_KEY_PREFIX,
 };

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferry_bench::dist::{KeyDist, KeySampler};
-use ferry_bench::load::{Load, Mode};
+use ferry_bench::sources::dist::{KeyDist, KeySampler};
+use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::systems::Settings;
 
 pub const KEYS: u64 = 50;

@@ -39,9 +39,9 @@ impl Verdict {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use ferry_bench::kafka::produce::Produced;
-    /// use ferry_bench::kafka::rows::KeyRow;
-    /// use ferry_bench::kafka::verdict::Verdict;
+    /// use ferry_bench::sources::kafka::produce::Produced;
+    /// use ferry_bench::sources::kafka::rows::KeyRow;
+    /// use ferry_bench::sources::kafka::verdict::Verdict;
     ///
     /// let produced = Produced { per_key: BTreeMap::from([("k000001".into(), 3)]), total: 3, ..Default::default() };
     /// let twice = KeyRow { applied: 4, last_seq: 3, disorder: 1, last_offset: 3 };

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::duration::{format_duration, parse_duration};
+use crate::base::duration::{format_duration, parse_duration};
 
 /// Goodput is counted per bucket of this length, by when the answer came.
 pub const BUCKET: Duration = Duration::from_millis(100);
@@ -46,7 +46,7 @@ pub fn epoch() -> Instant {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use ferry_bench::overload::{deadline_of, input_until};
+/// use ferry_bench::scenarios::overload::{deadline_of, input_until};
 ///
 /// let deadline = Instant::now() + Duration::from_millis(50);
 /// let input = input_until(deadline, 7);
@@ -168,7 +168,7 @@ impl FromStr for Slowdown {
 
     /// ```
     /// use std::time::Duration;
-    /// use ferry_bench::overload::Slowdown;
+    /// use ferry_bench::scenarios::overload::Slowdown;
     ///
     /// let slow: Slowdown = "10x@2s+1500ms".parse().unwrap();
     /// assert_eq!(slow, Slowdown { factor: 10, after: Duration::from_secs(2), length: Duration::from_millis(1500) });
@@ -224,7 +224,7 @@ impl Goodput {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use ferry_bench::overload::{Goodput, Slowdown};
+    /// use ferry_bench::scenarios::overload::{Goodput, Slowdown};
     ///
     /// // 100 ms buckets: 1 s warm-up, then 10 per bucket, 2 during the
     /// // slowdown, 5 in its first bucket after, then 10 again.

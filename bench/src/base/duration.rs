@@ -13,7 +13,7 @@ use std::time::Duration;
 /// `m`, the number whole or decimal; `"0"` alone means zero.
 ///
 /// ```
-/// use ferry_bench::duration::parse_duration;
+/// use ferry_bench::base::duration::parse_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
@@ -94,7 +94,7 @@ fn nanos_of(text: &str, number: &str, unit_ns: u128) -> Result<u128, DurationErr
 /// unit that keeps it whole.
 ///
 /// ```
-/// use ferry_bench::duration::format_duration;
+/// use ferry_bench::base::duration::format_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");

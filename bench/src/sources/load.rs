@@ -29,7 +29,7 @@
 //!
 //! # Callers that give up
 //!
-//! With a `timeout` (the overload scenario, see [`crate::overload`]), a
+//! With a `timeout` (the overload scenario, see [`crate::scenarios::overload`]), a
 //! caller waits that long for its outcome and then drops the future and
 //! goes on (a closed-loop client sends its next input). Such an input is
 //! *timed out*, not lost; it carries its deadline (`overload::input_until`)
@@ -51,9 +51,9 @@ use crossbeam_utils::CachePadded;
 use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 
-use crate::dist::{KeySampler, Rng};
-use crate::event_time;
-use crate::overload::{self, Slowdown};
+use crate::scenarios::event_time;
+use crate::scenarios::overload::{self, Slowdown};
+use crate::sources::dist::{KeySampler, Rng};
 use crate::store::new_histogram;
 use crate::systems::{BatchCounts, IdleCounts, Outcome, System};
 
@@ -109,7 +109,7 @@ pub struct Load {
     /// for ever).
     pub timeout: Option<Duration>,
     /// A slowdown of the store during the measured window, for the
-    /// overload scenario (applied by [`crate::run`]).
+    /// overload scenario (applied by [`crate::run::compare`]).
     pub slowdown: Option<Slowdown>,
     /// Inputs a closed-loop client hands over in one call
     /// ([`System::submit_many`]), all answered before its next call; 1: one
@@ -317,7 +317,7 @@ pub fn drive<S: System>(
             std::thread::Builder::new()
                 .name(format!("ferry-load-gen-{index}"))
                 .spawn_scoped(scope, move || {
-                    let _counted = crate::cpu::count_at_exit();
+                    let _counted = crate::base::cpu::count_at_exit();
                     generate(index, system, load, timeline, published)
                 })
                 .expect("could not start a generator thread");
@@ -747,7 +747,7 @@ fn open_schedule(load: &Load, index: usize) -> Option<OpenSchedule> {
             rate,
             outstanding_max,
         } => {
-            crate::timing::lower_timer_slack();
+            crate::base::timing::lower_timer_slack();
             Some(OpenSchedule {
                 next: 0,
                 index,
@@ -1049,7 +1049,7 @@ impl Future for YieldNow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dist::KeyDist;
+    use crate::sources::dist::KeyDist;
     use crate::systems::{BatchCounts, Outcome, System};
 
     /// Answers inputs of even keys at once and never answers the others.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Deserialize;
 
-use crate::child_lines;
+use crate::base::child_lines;
 use crate::store::Fence;
 
 use super::lines::Line;

@@ -95,8 +95,8 @@ impl std::fmt::Display for Refusal {
 /// unchanged).
 ///
 /// ```
-/// use ferry_bench::kafka::ferry_member::{apply, Input, Refusal};
-/// use ferry_bench::kafka::rows::KeyRow;
+/// use ferry_bench::sources::kafka::ferry_member::{apply, Input, Refusal};
+/// use ferry_bench::sources::kafka::rows::KeyRow;
 /// use ferry_bench::store::Fence;
 ///
 /// let first = Input { seq: 1, offset: 0, produced_us: 0 };

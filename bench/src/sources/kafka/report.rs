@@ -175,7 +175,7 @@ impl KafkaReport {
 /// had not applied yet is not lost, and its verdict says how far it got.
 ///
 /// ```
-/// let table = ferry_bench::kafka::report::table(&[]);
+/// let table = ferry_bench::sources::kafka::report::table(&[]);
 /// assert!(table.starts_with("system"));
 /// ```
 pub fn table(systems: &[SystemReport]) -> String {

@@ -45,8 +45,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::duration::{format_duration, parse_duration};
-use crate::load::{Measured, TICK};
+use crate::base::duration::{format_duration, parse_duration};
+use crate::sources::load::{Measured, TICK};
 use crate::store::{Store, CONNECT_TIMEOUT};
 
 /// How long a restart may take, its command and the server's return
@@ -84,7 +84,7 @@ impl FromStr for Fault {
 
     /// ```
     /// use std::time::Duration;
-    /// use ferry_bench::faults::{Fault, FaultKind};
+    /// use ferry_bench::scenarios::faults::{Fault, FaultKind};
     ///
     /// let stall: Fault = "stall:500ms@4s".parse().unwrap();
     /// assert_eq!(stall, Fault { kind: FaultKind::Stall(Duration::from_millis(500)), at: Duration::from_secs(4) });

@@ -30,7 +30,7 @@ impl FromStr for KeyDist {
     type Err = String;
 
     /// ```
-    /// use ferry_bench::dist::KeyDist;
+    /// use ferry_bench::sources::dist::KeyDist;
     ///
     /// assert_eq!("uniform".parse(), Ok(KeyDist::Uniform));
     /// assert_eq!("zipf:1.0".parse(), Ok(KeyDist::Zipf { exponent: 1.0 }));
@@ -69,7 +69,7 @@ impl fmt::Display for KeyDist {
 /// only reads it.
 ///
 /// ```
-/// use ferry_bench::dist::{KeyDist, KeySampler, Rng};
+/// use ferry_bench::sources::dist::{KeyDist, KeySampler, Rng};
 ///
 /// let sampler = KeySampler::new(KeyDist::Zipf { exponent: 1.0 }, 1_000).unwrap();
 /// let mut rng = Rng::new(7);

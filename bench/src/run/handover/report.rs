@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::duration::format_duration;
+use crate::base::duration::format_duration;
 use crate::report::thousands;
 
 use super::coordinator::{HandoverReport, MoveReport, Settings};

@@ -75,7 +75,7 @@ impl FromStr for Line {
     type Err = String;
 
     /// ```
-    /// use ferry_bench::kafka::lines::Line;
+    /// use ferry_bench::sources::kafka::lines::Line;
     ///
     /// let line = Line::Lag(vec![(120, 3), (4_000, 1)]);
     /// assert_eq!(line.to_string().parse::<Line>(), Ok(line));

@@ -1,5 +1,5 @@
 //! Filling the topic: `partitions` partitions made afresh, then `records`
-//! keyed records, keys drawn from [`crate::dist`]. A record's key is
+//! keyed records, keys drawn from [`crate::sources::dist`]. A record's key is
 //! `k` and six digits (`k000123`); its value is `"<seq> <produced_us>"`,
 //! the key's sequence number from 1 in produce order and the produce time
 //! in microseconds since the Unix epoch. The producer is idempotent, so a
@@ -15,7 +15,7 @@ use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
-use crate::dist::{KeySampler, Rng};
+use crate::sources::dist::{KeySampler, Rng};
 
 use super::now_us;
 
@@ -37,7 +37,7 @@ pub struct Produced {
 /// A key's name in the topic and the rows.
 ///
 /// ```
-/// assert_eq!(ferry_bench::kafka::produce::key_name(123), "k000123");
+/// assert_eq!(ferry_bench::sources::kafka::produce::key_name(123), "k000123");
 /// ```
 pub fn key_name(key: u64) -> String {
     format!("k{key:06}")

@@ -21,7 +21,7 @@
 //! gets its row in `{p}_keys` (`applied = last_seq = disorder =
 //! owner_epoch = 0`, `last_offset = -1`), so that a write there is always
 //! an update of a row it can lock
-//! ([`crate::kafka::write`](mod@crate::kafka::write)); ferry's entity
+//! ([`crate::sources::kafka::write`](mod@crate::sources::kafka::write)); ferry's entity
 //! table starts empty (a key never written folds from
 //! [`KeyRow::default`]). Only the system running writes, so a key's
 //! figures are its entity's if it has one, else its `{p}_keys` row. This
@@ -47,7 +47,7 @@ pub const DEFAULT_PREFIX: &str = "ferry_kafka";
 /// `ferry::entity`'s events table beside it, this name and `_events`).
 ///
 /// ```
-/// assert_eq!(ferry_bench::kafka::rows::entity_table("ferry_kafka"), "ferry_kafka_entities");
+/// assert_eq!(ferry_bench::sources::kafka::rows::entity_table("ferry_kafka"), "ferry_kafka_entities");
 /// ```
 pub fn entity_table(prefix: &str) -> String {
     format!("{prefix}_entities")
@@ -249,7 +249,7 @@ fn count(row: &tokio_postgres::Row, index: usize) -> Result<u64, String> {
 /// 40 characters (PostgreSQL's names stop at 63).
 ///
 /// ```
-/// use ferry_bench::kafka::rows::check_prefix;
+/// use ferry_bench::sources::kafka::rows::check_prefix;
 ///
 /// assert!(check_prefix("ferry_kafka").is_ok());
 /// assert!(check_prefix("drop table; --").is_err());

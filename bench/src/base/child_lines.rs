@@ -17,11 +17,11 @@ pub type Said<T> = (usize, Option<Result<T, String>>);
 /// ```
 /// use std::process::{Command, Stdio};
 /// use std::sync::mpsc;
-/// use ferry_bench::handover::protocol::Report;
+/// use ferry_bench::run::handover::protocol::Report;
 ///
 /// let mut child = Command::new("echo").arg("ready").stdout(Stdio::piped()).spawn().unwrap();
 /// let (send, said) = mpsc::channel();
-/// ferry_bench::child_lines::forward::<Report>(0, child.stdout.take().unwrap(), send);
+/// ferry_bench::base::child_lines::forward::<Report>(0, child.stdout.take().unwrap(), send);
 /// assert_eq!(said.recv().unwrap(), (0, Some(Ok(Report::Ready))));
 /// assert_eq!(said.recv().unwrap(), (0, None));
 /// child.wait().unwrap();

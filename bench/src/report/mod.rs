@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::cpu::CpuSplitPerInput;
-use crate::faults::FaultSeen;
-use crate::load::{Load, Measured, Phase, Progress};
-use crate::overload::{Goodput, Slowdown, Waste};
+use crate::base::cpu::CpuSplitPerInput;
+use crate::scenarios::faults::FaultSeen;
+use crate::scenarios::overload::{Goodput, Slowdown, Waste};
+use crate::sources::load::{Load, Measured, Phase, Progress};
 use crate::store::{Contents, Resolutions};
 
 /// One measured run of one system at one shard count.
@@ -123,7 +123,7 @@ pub struct RunResult {
 }
 
 /// What the overload scenario measured for one run (see
-/// [`crate::overload`]).
+/// [`crate::scenarios::overload`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OverloadResult {
     /// Goodput (inputs answered with success per second) before the

@@ -37,7 +37,7 @@ static LATEST: OnceLock<Vec<AtomicI64>> = OnceLock::new();
 /// `counter` (its low bits only).
 ///
 /// ```
-/// use ferry_bench::event_time::{event_ms_of, input_at};
+/// use ferry_bench::scenarios::event_time::{event_ms_of, input_at};
 ///
 /// let input = input_at(1_764_000_000_123, 9);
 /// assert_eq!(event_ms_of(input), 1_764_000_000_123);

@@ -37,7 +37,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::duration::parse_duration;
+use crate::base::duration::parse_duration;
 
 pub use run::{run, Settings};
 
@@ -73,7 +73,7 @@ impl FromStr for System {
     type Err = String;
 
     /// ```
-    /// use ferry_bench::kafka::System;
+    /// use ferry_bench::sources::kafka::System;
     ///
     /// assert_eq!("partition-serial".parse(), Ok(System::PartitionSerial));
     /// assert!("kafka-streams".parse::<System>().is_err());
@@ -106,7 +106,7 @@ impl FromStr for KillAt {
 
     /// ```
     /// use std::time::Duration;
-    /// use ferry_bench::kafka::KillAt;
+    /// use ferry_bench::sources::kafka::KillAt;
     ///
     /// assert_eq!("10s".parse(), Ok(KillAt::After(Duration::from_secs(10))));
     /// assert_eq!("30%".parse(), Ok(KillAt::Applied(0.3)));
@@ -138,8 +138,8 @@ pub fn now_us() -> i64 {
 /// A record's value, `"<seq> <produced_us>"`.
 ///
 /// ```
-/// assert_eq!(ferry_bench::kafka::parse_value(Some("3 1700000000000000")), Ok((3, 1_700_000_000_000_000)));
-/// assert!(ferry_bench::kafka::parse_value(Some("3")).is_err());
+/// assert_eq!(ferry_bench::sources::kafka::parse_value(Some("3 1700000000000000")), Ok((3, 1_700_000_000_000_000)));
+/// assert!(ferry_bench::sources::kafka::parse_value(Some("3")).is_err());
 /// ```
 pub fn parse_value(value: Option<&str>) -> Result<(i64, i64), String> {
     let value = value.ok_or("a record without a UTF-8 value")?;

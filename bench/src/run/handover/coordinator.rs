@@ -17,7 +17,7 @@ use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crate::child_lines::{self, Said};
+use crate::base::child_lines::{self, Said};
 use crate::store::StoreAddress;
 
 use super::fold::OwnerCounts;

@@ -72,7 +72,7 @@ impl Owner {
     /// 15 bytes).
     ///
     /// ```
-    /// use ferry_bench::cpu::Owner;
+    /// use ferry_bench::base::cpu::Owner;
     ///
     /// assert_eq!(Owner::of("ferry-load-gen-0"), Owner::Load);
     /// assert_eq!(Owner::of("ferry-load-prox"), Owner::Store);

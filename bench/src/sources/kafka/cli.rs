@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::dist::KeyDist;
-use crate::duration::parse_duration;
+use crate::base::duration::parse_duration;
+use crate::sources::dist::KeyDist;
 use crate::store::{Fence, StoreAddress};
 
 use super::member::{self, MemberSettings};

@@ -8,12 +8,12 @@
 
 use std::time::Instant;
 
-use crate::cpu::{process_cpu_time, Threads};
-use crate::faults::{FaultKind, FaultSeen, Faults, Injected, Injector};
-use crate::load::{drive, Load, Measured, Progress};
-use crate::overload::{self, Slowdown};
+use crate::base::cpu::{process_cpu_time, Threads};
+use crate::base::sched;
 use crate::report::{EngineFigures, OverloadResult, RunResult};
-use crate::sched;
+use crate::scenarios::faults::{FaultKind, FaultSeen, Faults, Injected, Injector};
+use crate::scenarios::overload::{self, Slowdown};
+use crate::sources::load::{drive, Load, Measured, Progress};
 use crate::store::{resolutions, Contents, Resolutions, Store};
 use crate::systems::batch_aint_one::BatchAintOne;
 use crate::systems::batcher::BatcherSystem;
@@ -48,7 +48,7 @@ pub fn run(
 }
 
 /// [`run`], with `faults` injected at the store during the run, each at
-/// its offset from the measured window's start (see [`crate::faults`]);
+/// its offset from the measured window's start (see [`crate::scenarios::faults`]);
 /// the result tells each fault as the run saw it. `faults` must have been
 /// prepared on `store` before.
 #[allow(clippy::too_many_arguments)]

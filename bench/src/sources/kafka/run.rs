@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::dist::{KeyDist, KeySampler};
+use crate::sources::dist::{KeyDist, KeySampler};
 use crate::store::Fence;
 
 use super::children::{Launch, Members};

@@ -1,0 +1,5 @@
+//! What `ferry-load` runs: the comparison, and the handover between
+//! processes.
+
+pub mod compare;
+pub mod handover;
