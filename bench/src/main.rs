@@ -16,9 +16,10 @@ use clap::Parser;
 
 use ferry_bench::base::duration::{format_duration, parse_duration};
 use ferry_bench::report::{self, JsonReport, RunResult};
+use ferry_bench::run::faults::Faults;
 use ferry_bench::run::handover;
 use ferry_bench::scenarios::event_time;
-use ferry_bench::scenarios::faults::{Fault, FaultKind, Faults};
+use ferry_bench::scenarios::faults::{Fault, FaultKind};
 use ferry_bench::scenarios::overload::Slowdown;
 use ferry_bench::sources::dist::{KeyDist, KeySampler};
 use ferry_bench::sources::load::{Load, Mode};

@@ -2,13 +2,15 @@
 //! row per system and shard count), the ratios against ferry (or batcher,
 //! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file).
 
+pub mod faults;
+
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::base::cpu::CpuSplitPerInput;
-use crate::scenarios::faults::FaultSeen;
+use crate::report::faults::FaultSeen;
 use crate::scenarios::overload::{Goodput, Slowdown, Waste};
 use crate::sources::load::{Load, Measured, Phase, Progress};
 use crate::store::{Contents, Resolutions};

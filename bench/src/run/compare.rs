@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use crate::base::cpu::{process_cpu_time, Threads};
 use crate::base::sched;
+use crate::report::faults::FaultSeen;
 use crate::report::{EngineFigures, OverloadResult, RunResult};
-use crate::scenarios::faults::{FaultKind, FaultSeen, Faults, Injected, Injector};
+use crate::run::faults::{Faults, Injector};
+use crate::scenarios::faults::{FaultKind, Injected};
 use crate::scenarios::overload::{self, Slowdown};
 use crate::sources::load::{drive, Load, Measured, Progress};
 use crate::store::{resolutions, Contents, Resolutions, Store};

@@ -2,4 +2,5 @@
 //! processes.
 
 pub mod compare;
+pub mod faults;
 pub mod handover;

@@ -6,3 +6,4 @@
 pub mod event_time;
 pub mod faults;
 pub mod overload;
+pub mod proxy;

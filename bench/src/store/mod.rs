@@ -73,8 +73,7 @@ use sim::SimStore;
 /// with [`StoreError::ConflictsExhausted`].
 pub const WRITE_ATTEMPTS_MAX: u32 = 100;
 
-/// How long connecting to a real store may take before it is given up.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::base::CONNECT_TIMEOUT;
 
 /// Why a store request did not succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]

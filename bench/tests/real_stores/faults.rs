@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use ferry_bench::report::{problems, RunResult};
 use ferry_bench::run::compare::run_with_faults;
-use ferry_bench::scenarios::faults::{Fault, FaultKind, Faults};
+use ferry_bench::run::faults::Faults;
+use ferry_bench::scenarios::faults::{Fault, FaultKind};
 use ferry_bench::sources::load::Load;
 use ferry_bench::store::{Fence, Store, StoreAddress};
 use ferry_bench::systems::{Settings, SystemKind};
