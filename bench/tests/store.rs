@@ -1,0 +1,41 @@
+//! The store's addresses, and a simulated store's connection and pool.
+
+use std::time::Duration;
+
+use futures::executor::block_on;
+
+use ferry_bench::store::{Contents, Pool, Store, StoreAddress};
+
+#[test]
+fn addresses_parse_and_hide_their_password() {
+    assert_eq!("sim".parse::<StoreAddress>(), Ok(StoreAddress::Sim));
+    let pg: StoreAddress = "postgres://ferry:secret@127.0.0.1:5432/db".parse().unwrap();
+    assert!(pg.is_real());
+    assert_eq!(pg.to_string(), "postgres://ferry:…@127.0.0.1:5432/db");
+    let redis: StoreAddress = "redis://127.0.0.1:6379/0".parse().unwrap();
+    assert_eq!(redis.to_string(), "redis://127.0.0.1:6379/0");
+    let refused = "mysql://root:hunter2@db"
+        .parse::<StoreAddress>()
+        .unwrap_err();
+    assert!(refused.contains("sim, postgres://"), "{refused}");
+    assert!(!refused.contains("hunter2"), "{refused}");
+}
+
+#[test]
+fn a_sim_connection_applies_batches_and_its_pool_has_one() {
+    let store = Store::sim(3, Duration::ZERO).unwrap();
+    let pool = Pool::open(store, 4, None).unwrap();
+    assert_eq!(pool.len(), 1);
+    let connection = block_on(store.connect()).unwrap();
+    assert_eq!(block_on(connection.apply(1, 2, 7)), Ok(0));
+    assert_eq!(block_on(pool.get().apply(1, 1, 3)), Ok(2));
+    assert_eq!(block_on(pool.get().apply_unkeyed(4, 10)), Ok(0));
+    let held = store.contents().unwrap();
+    assert_eq!(held, Contents { inputs: 7, sum: 20 });
+    assert_eq!(
+        held.since(Contents { inputs: 3, sum: 7 }),
+        Contents { inputs: 4, sum: 13 }
+    );
+    assert_eq!(store.reset(), Ok(()));
+    assert_eq!(store.server_cpu_time(), None);
+}
