@@ -1,6 +1,12 @@
 //! What `ferry-load` shows: the live progress line, the final table (one
 //! row per system and shard count), the ratios against ferry (or batcher,
-//! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file).
+//! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file);
+//! [`handover`], what a handover run found, and (feature `kafka`) `kafka`,
+//! what a Kafka run found.
+
+pub mod handover;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 
 use std::fmt::Write as _;
 
