@@ -808,10 +808,10 @@ fn parse_runtime(name: &str) -> Result<ferry::Runtime, String> {
 /// `--handover`: the run, its report, and whether it passed.
 fn run_handover(args: &Args) -> Result<bool, String> {
     let settings = args.handover_settings()?;
-    eprintln!("ferry-load: {}", handover::report::describe(&settings));
+    eprintln!("ferry-load: {}", handover::describe(&settings));
     let report = handover::run(&settings)?;
-    print!("{}", handover::report::text(&report));
-    Ok(handover::report::passed(&report))
+    print!("{}", report::handover::text(&report));
+    Ok(report::handover::passed(&report))
 }
 
 /// `--tune`: the search of ferry-trips' settings on the store, then its

@@ -1,11 +1,11 @@
 //! What every other layer stands on: durations, CPU time, the timer and
-//! scheduler settings of threads, and the lines of child processes.
+//! scheduler settings of threads, and child processes and their lines.
 
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-pub mod child_lines;
+pub mod children;
 pub mod cpu;
 pub mod duration;
 pub mod sched;

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use ferry_bench::run::handover::{self, Fence, HandoverReport, Settings};
+use ferry_bench::report::handover::{self as handover_report, HandoverReport};
+use ferry_bench::run::handover::{self, verdict, Fence, Settings};
 
 use crate::servers::Private;
 
@@ -48,10 +49,14 @@ fn settings(server: &Private, fence: Fence) -> Settings {
 pub fn fenced_handover_holds(server: &Private) {
     let report = handover::run(&settings(server, Fence::On))
         .unwrap_or_else(|why| panic!("{why}\n{}", server.log()));
-    let text = handover::report::text(&report);
+    let text = handover_report::text(&report);
     let verdict = &report.verdict;
-    assert!(handover::report::passed(&report), "{text}");
-    assert_eq!(verdict.failures(Fence::On), Vec::<String>::new(), "{text}");
+    assert!(handover_report::passed(&report), "{text}");
+    assert_eq!(
+        verdict::failures(verdict, Fence::On),
+        Vec::<String>::new(),
+        "{text}"
+    );
     assert_eq!(
         (verdict.rows, verdict.lost, verdict.anomalies()),
         (KEYS, 0, 0),
@@ -86,8 +91,8 @@ pub fn the_unfenced_control_shows_the_double_application(server: &Private) {
     for _ in 0..CONTROL_ATTEMPTS {
         let report: HandoverReport = handover::run(&settings(server, Fence::Off))
             .unwrap_or_else(|why| panic!("{why}\n{}", server.log()));
-        let text = handover::report::text(&report);
-        assert!(handover::report::passed(&report), "{text}");
+        let text = handover_report::text(&report);
+        assert!(handover_report::passed(&report), "{text}");
         assert_eq!(report.verdict.lost, 0, "{text}");
         assert_eq!(
             report.counts.fenced, 0,

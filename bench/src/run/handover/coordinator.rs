@@ -11,100 +11,21 @@
 //! recipe). One move finishes (its revoke reported) before the next begins.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command as Process, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crate::base::child_lines::{self, Said};
-use crate::store::StoreAddress;
+use crate::base::children::{Children, Heard};
+use crate::report::handover::{HandoverReport, MoveId, MoveReport, OwnerCounts};
 
-use super::fold::OwnerCounts;
-use super::protocol::{CallerOutcomes, Command, MoveId, Report};
+use super::protocol::{Command, Report};
 use super::rows::RowStore;
-use super::verdict::Verdict;
-use super::Fence;
+use super::settings::{worker_args, Settings};
+use super::verdict;
 
 /// How long an owner may take to start, to finish a revoke, or to stop.
 const REPLY_WITHIN: Duration = Duration::from_secs(30);
 
-/// How long an owner may take to exit once it said it was done.
+/// How long the owners may take to exit once their stdin is closed.
 const EXIT_WITHIN: Duration = Duration::from_secs(10);
-
-/// A handover run.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The store (PostgreSQL or Redis).
-    pub store: StoreAddress,
-    /// The program run as each owner (this binary, `--handover-worker`).
-    pub worker_program: PathBuf,
-    /// Owners, each a process with its own engine.
-    pub instances: usize,
-    /// Keys `0..keys`.
-    pub keys: u64,
-    /// Moves during the run.
-    pub moves: usize,
-    /// How long the run lasts.
-    pub duration: Duration,
-    /// From the new owner's assignment to the old owner's revoke.
-    pub lag: Duration,
-    /// Whether the fold refuses an input of another owner epoch.
-    pub fence: Fence,
-    /// Shards per owner.
-    pub shards: usize,
-    /// Inputs per batch at most.
-    pub max_batch_size: usize,
-    /// Trips in flight per shard at most.
-    pub max_in_flight_batches: usize,
-    /// Inputs of one key outstanding on its owner at most.
-    pub outstanding_per_key: usize,
-}
-
-/// One move, as the owners reported it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MoveReport {
-    /// From 1.
-    pub id: MoveId,
-    /// When it was due, from the start of the run.
-    pub due: Duration,
-    /// When it began: later than due when the coordinator did not get the
-    /// CPU in time, or the previous move's revoke took that long.
-    pub at: Duration,
-    /// The old owner.
-    pub from: usize,
-    /// The new owner.
-    pub to: usize,
-    /// The keys moved.
-    pub keys: Vec<u64>,
-    /// The keys the new owner took (it reported `took`).
-    pub taken: usize,
-    /// Takes the new owner submitted again, the library having given up
-    /// on them while the old owner kept writing their keys.
-    pub take_resubmits: u64,
-    /// What the old owner's callers got, from the move on.
-    pub callers: CallerOutcomes,
-    /// The old owner's counts over the move (its conflicts and fences).
-    pub old_owner: OwnerCounts,
-    /// Per moved key the new owner served, microseconds from its
-    /// assignment to its first input answered ok.
-    pub served_us: Vec<u64>,
-    /// Whether the old owner's revoke was reported.
-    pub revoked: bool,
-}
-
-/// What a run found.
-#[derive(Clone, Debug)]
-pub struct HandoverReport {
-    /// The run's settings.
-    pub settings: Settings,
-    /// Each move.
-    pub moves: Vec<MoveReport>,
-    /// Every owner's counts, added.
-    pub counts: OwnerCounts,
-    /// The read-back.
-    pub verdict: Verdict,
-}
 
 /// Runs the handover: what a previous run left removed, owners started,
 /// keys assigned and moved, the keys read back and checked, the owners
@@ -113,22 +34,10 @@ pub fn run(settings: &Settings) -> Result<HandoverReport, String> {
     let rows = RowStore::open(&settings.store, settings.keys)?;
     let ran = Coordinator::start(settings).and_then(|mut coordinator| {
         let driven = coordinator.drive();
-        coordinator.owners.stop();
+        coordinator.stop_owners();
         driven.map(|()| coordinator)
     });
-    let report = ran.and_then(|coordinator| {
-        let stored = rows.read_back()?;
-        Ok(HandoverReport {
-            settings: settings.clone(),
-            verdict: Verdict::check(&stored, &coordinator.acked),
-            counts: coordinator
-                .done
-                .iter()
-                .flatten()
-                .fold(OwnerCounts::default(), |sum, c| sum.plus(c)),
-            moves: coordinator.moves,
-        })
-    });
+    let report = ran.and_then(|coordinator| coordinator.judge(&rows));
     let removed = rows.remove();
     let report = report?;
     removed.map_err(|why| format!("cleaning up: {why}"))?;
@@ -145,7 +54,7 @@ struct Placement {
 /// A run in progress.
 struct Coordinator {
     settings: Settings,
-    owners: Owners,
+    owners: Children<Report>,
     map: Vec<Placement>,
     /// Which move gave a key its epoch.
     move_of: HashMap<(u64, u64), MoveId>,
@@ -157,8 +66,12 @@ struct Coordinator {
 }
 
 impl Coordinator {
+    /// Starts the owners; every key on its first owner at epoch 1.
     fn start(settings: &Settings) -> Result<Coordinator, String> {
-        let owners = Owners::spawn(settings)?;
+        let mut owners = Children::new("owner");
+        for index in 0..settings.instances {
+            owners.spawn(&settings.worker_program, worker_args(settings, index))?;
+        }
         let map = (0..settings.keys)
             .map(|key| Placement {
                 owner: (key % settings.instances as u64) as usize,
@@ -185,10 +98,7 @@ impl Coordinator {
             "every owner to start",
         )?;
         self.started = Instant::now();
-        for key in 0..self.settings.keys {
-            let Placement { owner, epoch } = self.map[key as usize];
-            self.owners.send(owner, &Command::Assign { key, epoch })?;
-        }
+        self.assign_all()?;
         let moves = self.settings.moves as u32;
         for id in 1..=moves {
             let due = self
@@ -200,12 +110,21 @@ impl Coordinator {
         }
         self.pump_until(self.started + self.settings.duration)?;
         for owner in 0..self.settings.instances {
-            self.owners.send(owner, &Command::Stop)?;
+            self.owners.tell(owner, &Command::Stop)?;
         }
         self.wait_for(
             |c| c.done.iter().all(Option::is_some),
             "every owner's last report",
         )
+    }
+
+    /// Every key to its first owner.
+    fn assign_all(&mut self) -> Result<(), String> {
+        for key in 0..self.settings.keys {
+            let Placement { owner, epoch } = self.map[key as usize];
+            self.owners.tell(owner, &Command::Assign { key, epoch })?;
+        }
+        Ok(())
     }
 
     /// Moves every other key of one owner to the next.
@@ -229,19 +148,16 @@ impl Coordinator {
         }
         if self.settings.lag.is_zero() {
             self.revoke(id, from, &keys)?;
-            self.assign(id, to, &keys)
-        } else {
-            self.owners.send(
-                from,
-                &Command::Moving {
-                    id,
-                    keys: keys.clone(),
-                },
-            )?;
-            self.assign(id, to, &keys)?;
-            self.pump_until(Instant::now() + self.settings.lag)?;
-            self.revoke(id, from, &keys)
+            return self.assign(id, to, &keys);
         }
+        let moving = Command::Moving {
+            id,
+            keys: keys.clone(),
+        };
+        self.owners.tell(from, &moving)?;
+        self.assign(id, to, &keys)?;
+        self.pump_until(Instant::now() + self.settings.lag)?;
+        self.revoke(id, from, &keys)
     }
 
     /// Gives `keys` to `to`, each at its next epoch.
@@ -254,20 +170,18 @@ impl Coordinator {
             };
             let epoch = placement.epoch;
             self.move_of.insert((key, epoch), id);
-            self.owners.send(to, &Command::Assign { key, epoch })?;
+            self.owners.tell(to, &Command::Assign { key, epoch })?;
         }
         Ok(())
     }
 
     /// Takes `keys` from `from` and waits for its report.
     fn revoke(&mut self, id: MoveId, from: usize, keys: &[u64]) -> Result<(), String> {
-        self.owners.send(
-            from,
-            &Command::Revoke {
-                id,
-                keys: keys.to_vec(),
-            },
-        )?;
+        let revoke = Command::Revoke {
+            id,
+            keys: keys.to_vec(),
+        };
+        self.owners.tell(from, &revoke)?;
         let index = id as usize - 1;
         self.wait_for(|c| c.moves[index].revoked, "the old owner's revoke")
     }
@@ -276,12 +190,9 @@ impl Coordinator {
     fn pump_until(&mut self, deadline: Instant) -> Result<(), String> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.owners.reports.recv_timeout(left) {
-                Ok((owner, said)) => self.handle(owner, said)?,
-                Err(RecvTimeoutError::Timeout) => return Ok(()),
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err("every owner's output closed".to_string())
-                }
+            match self.owners.hear(left) {
+                Some(heard) => self.handle(heard)?,
+                None => return Ok(()),
             }
         }
     }
@@ -291,21 +202,26 @@ impl Coordinator {
         let deadline = Instant::now() + REPLY_WITHIN;
         while !done(self) {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.owners.reports.recv_timeout(left) {
-                Ok((owner, said)) => self.handle(owner, said)?,
-                Err(_) => return Err(format!("waited {REPLY_WITHIN:?} for {what}")),
+            match self.owners.hear(left) {
+                Some(heard) => self.handle(heard)?,
+                None => return Err(format!("waited {REPLY_WITHIN:?} for {what}")),
             }
         }
         Ok(())
     }
 
-    /// One line from `owner` (`None`: its output closed).
-    fn handle(&mut self, owner: usize, said: Option<Result<Report, String>>) -> Result<(), String> {
-        let report = match said {
-            Some(report) => report.map_err(|why| format!("owner {owner}: {why}"))?,
-            None if self.done[owner].is_some() => return Ok(()),
-            None => return Err(format!("owner {owner} exited before the end of the run")),
-        };
+    /// One thing heard from an owner.
+    fn handle(&mut self, heard: Heard<Report>) -> Result<(), String> {
+        match heard {
+            Heard::Said(owner, report) => self.handle_report(owner, report),
+            Heard::Unreadable(owner, why) => Err(format!("owner {owner}: {why}")),
+            Heard::Closed(owner) if self.done[owner].is_some() => Ok(()),
+            Heard::Closed(owner) => Err(format!("owner {owner} exited before the end of the run")),
+        }
+    }
+
+    /// One report of `owner`.
+    fn handle_report(&mut self, owner: usize, report: Report) -> Result<(), String> {
         match report {
             Report::Ready => self.ready[owner] = true,
             Report::Took { key, epoch, submits, .. } => {
@@ -340,100 +256,29 @@ impl Coordinator {
         let id = *self.move_of.get(&(key, epoch))?;
         self.moves.get_mut(id as usize - 1)
     }
-}
 
-/// The owner processes, their stdins, and their reports on one channel.
-struct Owners {
-    children: Vec<Child>,
-    stdins: Vec<Option<ChildStdin>>,
-    reports: Receiver<Said<Report>>,
-}
-
-impl Owners {
-    /// Starts `settings.instances` owners of `settings.worker_program`.
-    fn spawn(settings: &Settings) -> Result<Owners, String> {
-        let (send, reports) = mpsc::channel();
-        let mut owners = Owners {
-            children: Vec::new(),
-            stdins: Vec::new(),
-            reports,
-        };
-        for index in 0..settings.instances {
-            let mut child = Process::new(&settings.worker_program)
-                .args(worker_args(settings, index))
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .map_err(|err| {
-                    format!(
-                        "could not start {}: {err}",
-                        settings.worker_program.display()
-                    )
-                })?;
-            let stdout = child.stdout.take().ok_or("an owner without stdout")?;
-            owners.stdins.push(child.stdin.take());
-            owners.children.push(child);
-            child_lines::forward(index, stdout, send.clone());
+    /// Closes every owner's stdin (an owner then finishes) and waits for
+    /// them, killing one that does not exit in time.
+    fn stop_owners(&mut self) {
+        for owner in 0..self.owners.len() {
+            self.owners.close_stdin(owner);
         }
-        Ok(owners)
+        self.owners.reap(EXIT_WITHIN);
     }
 
-    fn send(&mut self, owner: usize, command: &Command) -> Result<(), String> {
-        let stdin = self.stdins[owner]
-            .as_mut()
-            .ok_or_else(|| format!("owner {owner} is stopped"))?;
-        writeln!(stdin, "{command}")
-            .and_then(|()| stdin.flush())
-            .map_err(|err| format!("telling owner {owner} `{command}`: {err}"))
-    }
-
-    /// Closes every stdin (an owner then finishes) and waits for the
-    /// processes, killing one that does not exit in time.
-    fn stop(&mut self) {
-        self.stdins.iter_mut().for_each(|stdin| drop(stdin.take()));
-        let deadline = Instant::now() + EXIT_WITHIN;
-        for (index, child) in self.children.iter_mut().enumerate() {
-            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if let Ok(None) = child.try_wait() {
-                eprintln!(
-                    "ferry-load: owner {index} did not exit within {EXIT_WITHIN:?}; killing it"
-                );
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-    }
-}
-
-impl Drop for Owners {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// The command line of owner `index`.
-fn worker_args(settings: &Settings, index: usize) -> Vec<String> {
-    let mut args = vec![
-        format!("--handover-worker={index}"),
-        format!("--store={}", store_url(&settings.store)),
-        format!("--shards={}", settings.shards),
-        format!("--max-batch-size={}", settings.max_batch_size),
-        format!("--max-in-flight-batches={}", settings.max_in_flight_batches),
-        format!("--handover-outstanding={}", settings.outstanding_per_key),
-    ];
-    if settings.fence == Fence::Off {
-        args.push("--no-fence".to_string());
-    }
-    args
-}
-
-/// The URL as given (with its password, unlike `Display`).
-fn store_url(address: &StoreAddress) -> &str {
-    match address {
-        StoreAddress::Postgres(url) | StoreAddress::Redis(url) => url,
-        StoreAddress::Sim => "sim",
+    /// The keys read back and checked against what the owners
+    /// acknowledged.
+    fn judge(self, rows: &RowStore) -> Result<HandoverReport, String> {
+        let stored = rows.read_back()?;
+        let verdict = verdict::check(&stored, &self.acked);
+        let counts = self.done.iter().flatten();
+        Ok(HandoverReport {
+            fence: self.settings.fence,
+            lag: self.settings.lag,
+            failures: verdict::failures(&verdict, self.settings.fence),
+            verdict,
+            counts: counts.fold(OwnerCounts::default(), |sum, c| sum.plus(c)),
+            moves: self.moves,
+        })
     }
 }

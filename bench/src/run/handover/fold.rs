@@ -30,10 +30,9 @@
 
 use std::fmt;
 
-use ferry::entity::StoreStats;
 use serde::{Deserialize, Serialize};
 
-use super::Fence;
+use crate::store::Fence;
 
 /// An input of a handover owner, for one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,128 +146,5 @@ pub fn fold(fence: Fence) -> impl Fn(&mut KeyState, &Step) -> Result<u64, Fenced
             state.last_seq = seq;
             Ok(seq)
         }
-    }
-}
-
-/// An owner's figures read at one moment: what its engine's shards did at
-/// the store (the library's counts) and what its fold refused.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OwnerCounts {
-    /// Read requests (each for many keys).
-    pub reads: u64,
-    /// Write requests (each for many keys).
-    pub writes: u64,
-    /// Keys' writes that found the key written by somebody else (a take,
-    /// or the other owner's write): read again and folded anew.
-    pub conflicts: u64,
-    /// Keys' writes whose reply was lost (then looked for).
-    pub lost: u64,
-    /// Inputs answered `Refused(Fenced)`.
-    pub fenced: u64,
-}
-
-impl OwnerCounts {
-    /// The library's `store` counts, and `fenced` refusals.
-    pub fn of(store: &StoreStats, fenced: u64) -> OwnerCounts {
-        OwnerCounts {
-            reads: store.reads,
-            writes: store.writes,
-            conflicts: store.conflicts,
-            lost: store.lost,
-            fenced,
-        }
-    }
-
-    /// What was counted between `earlier` and `self`.
-    pub fn since(&self, earlier: &OwnerCounts) -> OwnerCounts {
-        OwnerCounts {
-            reads: self.reads - earlier.reads,
-            writes: self.writes - earlier.writes,
-            conflicts: self.conflicts - earlier.conflicts,
-            lost: self.lost - earlier.lost,
-            fenced: self.fenced - earlier.fenced,
-        }
-    }
-
-    /// Both added.
-    pub fn plus(&self, other: &OwnerCounts) -> OwnerCounts {
-        OwnerCounts {
-            reads: self.reads + other.reads,
-            writes: self.writes + other.writes,
-            conflicts: self.conflicts + other.conflicts,
-            lost: self.lost + other.lost,
-            fenced: self.fenced + other.fenced,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn take(epoch: u64) -> Step {
-        Step::Take { epoch }
-    }
-
-    fn apply(epoch: u64, seq: u64) -> Step {
-        Step::Apply { epoch, seq }
-    }
-
-    #[test]
-    fn a_take_raises_the_epoch_and_answers_the_last_seq() {
-        let fold = fold(Fence::On);
-        let mut state = KeyState::default();
-        assert_eq!(fold(&mut state, &take(1)), Ok(0));
-        assert_eq!(fold(&mut state, &apply(1, 1)), Ok(1));
-        assert_eq!(fold(&mut state, &apply(1, 2)), Ok(2));
-        assert_eq!(fold(&mut state, &take(2)), Ok(2));
-        assert_eq!(fold(&mut state, &take(2)), Ok(2), "again at the same epoch");
-        assert_eq!(
-            fold(&mut state, &take(1)),
-            Err(Fenced { held: 2, epoch: 1 })
-        );
-        assert_eq!(state.owner_epoch, 2);
-    }
-
-    #[test]
-    fn the_fence_refuses_a_stale_owner_and_the_control_does_not() {
-        let mut state = KeyState::default();
-        fold(Fence::On)(&mut state, &take(1)).unwrap();
-        fold(Fence::On)(&mut state, &apply(1, 1)).unwrap();
-        fold(Fence::On)(&mut state, &take(2)).unwrap();
-        let before = state.clone();
-        assert_eq!(
-            fold(Fence::On)(&mut state, &apply(1, 2)),
-            Err(Fenced { held: 2, epoch: 1 })
-        );
-        assert_eq!(state, before, "a refused input changes nothing");
-        // Without the fence the zombie's seq 2 lands after the take, and
-        // the new owner, told last_seq 1, applies 2 again.
-        let control = fold(Fence::Off);
-        assert_eq!(control(&mut state, &apply(1, 2)), Ok(2));
-        assert_eq!(control(&mut state, &apply(2, 2)), Ok(2));
-        assert_eq!(state.seqs(), vec![1, 2, 2]);
-    }
-
-    #[test]
-    fn runs_hold_exactly_the_seqs_applied_in_order() {
-        let mut state = KeyState::default();
-        for seq in [1, 2, 3, 5, 6, 4, 4, 7] {
-            state.append(seq);
-        }
-        assert_eq!(state.applied, vec![[1, 3], [5, 6], [4, 4], [4, 4], [7, 7]]);
-        assert_eq!(state.seqs(), vec![1, 2, 3, 5, 6, 4, 4, 7]);
-        let json = serde_json::to_string(&state).unwrap();
-        assert_eq!(
-            json,
-            r#"{"owner_epoch":0,"last_seq":0,"applied":[[1,3],[5,6],[4,4],[4,4],[7,7]]}"#
-        );
-        assert_eq!(serde_json::from_str::<KeyState>(&json).unwrap(), state);
-    }
-
-    #[test]
-    fn a_take_ranks_before_every_seq() {
-        assert!(take(9).rank() < apply(1, 1).rank());
-        assert!(apply(1, 1).rank() < apply(1, 2).rank());
     }
 }

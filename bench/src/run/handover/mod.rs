@@ -29,27 +29,31 @@
 //!   and are fenced at once.
 //! - At the end ([`verdict`]) the keys are read back and their states
 //!   decoded: nothing acknowledged lost, nothing applied twice, each key in
-//!   order, and with the fence each key exactly `1..=last_seq`. [`report`]
-//!   prints it.
+//!   order, and with the fence each key exactly `1..=last_seq`. The run
+//!   fills a [`HandoverReport`], which [`crate::report::handover`] prints.
+//! - [`settings`]: what a run is given, its one-line description, and the
+//!   owners' command lines; the owners are started, told and listened to
+//!   through [`crate::base::children`].
 //!
-//! With [`Fence::Off`] an apply ignores the epoch (a take still checks
+//! With [`Fence::Off`](crate::store::Fence::Off) an apply ignores the epoch (a take still checks
 //! it): the control, which must show the double application the fence
 //! prevents, a stale owner's seqs folded after the take.
 
 pub mod coordinator;
 pub mod fold;
 pub mod protocol;
-pub mod report;
 pub mod row;
 pub mod rows;
 mod rows_pg;
 mod rows_redis;
+pub mod settings;
 pub mod verdict;
 pub mod worker;
 
-pub use coordinator::{run, HandoverReport, MoveReport, Settings};
+pub use crate::report::handover::{HandoverReport, MoveReport};
+pub use crate::store::Fence;
+pub use coordinator::run;
 pub use rows_pg::{EVENTS_TABLE as POSTGRES_EVENTS_TABLE, TABLE as POSTGRES_TABLE};
 pub use rows_redis::PREFIX as REDIS_PREFIX;
+pub use settings::{describe, Settings};
 pub use worker::{serve, WorkerSettings};
-
-pub use crate::store::Fence;

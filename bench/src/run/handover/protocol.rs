@@ -1,16 +1,17 @@
 //! What the coordinator and an owner say to each other: one line each,
 //! the coordinator's [`Command`]s on the owner's stdin, the owner's
-//! [`Report`]s on its stdout. Words separated by spaces, counts as
+//! [`Report`]s on its stdout, in the line protocol of
+//! [`crate::base::children`]: words separated by spaces, counts as
 //! `name=value`, key lists as `1,5,9`, seq ranges as `1-40,45-90` (`-`:
 //! none).
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::fold::OwnerCounts;
-
-/// A move's number in the run, from 1.
-pub type MoveId = u32;
+use crate::base::children::{
+    failed_line, failed_reason, field, list, number, pairs, parse_list, parse_pairs,
+};
+use crate::report::handover::{CallerOutcomes, MoveId, OwnerCounts};
 
 /// The coordinator to an owner.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,19 +43,6 @@ pub enum Command {
     /// The run is over: stop every key, flush, report what was acknowledged,
     /// and exit.
     Stop,
-}
-
-/// What the stale owner's callers got, from the move on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CallerOutcomes {
-    /// Inputs submitted and not yet answered when the move happened.
-    pub in_flight_at_move: u64,
-    /// Answered ok after the move.
-    pub ok: u64,
-    /// Answered `Refused(Fenced)` (all of them come after the move).
-    pub fenced: u64,
-    /// Answered any other error.
-    pub failed: u64,
 }
 
 /// An owner to the coordinator.
@@ -121,8 +109,8 @@ impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Command::Assign { key, epoch } => write!(f, "assign {key} {epoch}"),
-            Command::Moving { id, keys } => write!(f, "moving {id} {}", key_list(keys)),
-            Command::Revoke { id, keys } => write!(f, "revoke {id} {}", key_list(keys)),
+            Command::Moving { id, keys } => write!(f, "moving {id} {}", list(keys)),
+            Command::Revoke { id, keys } => write!(f, "revoke {id} {}", list(keys)),
             Command::Stop => f.write_str("stop"),
         }
     }
@@ -140,11 +128,11 @@ impl FromStr for Command {
             }),
             ["moving", id, keys] => Ok(Command::Moving {
                 id: number(id)?,
-                keys: parse_keys(keys)?,
+                keys: parse_list(keys)?,
             }),
             ["revoke", id, keys] => Ok(Command::Revoke {
                 id: number(id)?,
-                keys: parse_keys(keys)?,
+                keys: parse_list(keys)?,
             }),
             ["stop"] => Ok(Command::Stop),
             _ => Err(format!("not a command: `{line}`")),
@@ -176,9 +164,9 @@ impl fmt::Display for Report {
                     count_fields(counts)
                 )
             }
-            Report::Acked { key, ranges } => write!(f, "acked {key} {}", range_list(ranges)),
+            Report::Acked { key, ranges } => write!(f, "acked {key} {}", pairs(ranges, '-')),
             Report::Done { counts } => write!(f, "done {}", count_fields(counts)),
-            Report::Failed(why) => write!(f, "failed {}", why.replace('\n', " ")),
+            Report::Failed(why) => f.write_str(&failed_line(why)),
         }
     }
 }
@@ -187,7 +175,7 @@ impl FromStr for Report {
     type Err = String;
 
     fn from_str(line: &str) -> Result<Self, String> {
-        if let Some(why) = line.strip_prefix("failed ") {
+        if let Some(why) = failed_reason(line) {
             return Ok(Report::Failed(why.to_string()));
         }
         let words: Vec<&str> = line.split_whitespace().collect();
@@ -215,7 +203,7 @@ impl FromStr for Report {
             }),
             ["acked", key, ranges] => Ok(Report::Acked {
                 key: number(key)?,
-                ranges: parse_ranges(ranges)?,
+                ranges: parse_pairs(ranges, '-')?,
             }),
             ["done", fields @ ..] => Ok(Report::Done {
                 counts: parse_counts(fields)?,
@@ -269,133 +257,4 @@ fn parse_counts(fields: &[&str]) -> Result<OwnerCounts, String> {
         lost: field(fields, "lost")?,
         fenced: field(fields, "refused_fenced")?,
     })
-}
-
-/// The value of `name=value` among `fields`.
-fn field(fields: &[&str], name: &str) -> Result<u64, String> {
-    fields
-        .iter()
-        .find_map(|word| word.strip_prefix(name)?.strip_prefix('='))
-        .ok_or_else(|| format!("no `{name}=` in `{}`", fields.join(" ")))
-        .and_then(number)
-}
-
-fn number<T: FromStr>(word: &str) -> Result<T, String> {
-    word.parse()
-        .map_err(|_| format!("`{word}` is not a number"))
-}
-
-fn key_list(keys: &[u64]) -> String {
-    keys.iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn parse_keys(list: &str) -> Result<Vec<u64>, String> {
-    list.split(',').map(number).collect()
-}
-
-fn range_list(ranges: &[(u64, u64)]) -> String {
-    if ranges.is_empty() {
-        return "-".to_string();
-    }
-    let each = ranges.iter().map(|(start, end)| format!("{start}-{end}"));
-    each.collect::<Vec<_>>().join(",")
-}
-
-fn parse_ranges(list: &str) -> Result<Vec<(u64, u64)>, String> {
-    if list == "-" {
-        return Ok(Vec::new());
-    }
-    list.split(',')
-        .map(|range| {
-            let (start, end) = range
-                .split_once('-')
-                .ok_or_else(|| format!("`{range}` is not a range"))?;
-            Ok((number(start)?, number(end)?))
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_command_reads_back_as_what_was_written() {
-        let commands = [
-            Command::Assign { key: 7, epoch: 3 },
-            Command::Moving {
-                id: 2,
-                keys: vec![1, 5, 9],
-            },
-            Command::Revoke {
-                id: 2,
-                keys: vec![4],
-            },
-            Command::Stop,
-        ];
-        for command in commands {
-            assert_eq!(command.to_string().parse::<Command>(), Ok(command.clone()));
-        }
-        assert!("assign 1".parse::<Command>().is_err());
-    }
-
-    #[test]
-    fn every_report_reads_back_as_what_was_written() {
-        let counts = OwnerCounts {
-            reads: 10,
-            writes: 11,
-            conflicts: 1,
-            lost: 2,
-            fenced: 3,
-        };
-        let reports = [
-            Report::Ready,
-            Report::Took {
-                key: 1,
-                epoch: 2,
-                last_seq: 40,
-                submits: 3,
-            },
-            Report::Stale { key: 1, epoch: 2 },
-            Report::Served {
-                key: 1,
-                epoch: 2,
-                micros: 950,
-            },
-            Report::Revoked {
-                id: 3,
-                callers: CallerOutcomes {
-                    in_flight_at_move: 4,
-                    ok: 5,
-                    fenced: 6,
-                    failed: 0,
-                },
-                counts,
-            },
-            Report::Acked {
-                key: 3,
-                ranges: vec![(1, 40), (45, 45)],
-            },
-            Report::Acked {
-                key: 4,
-                ranges: vec![],
-            },
-            Report::Done { counts },
-            Report::Failed("the store: gone".to_string()),
-        ];
-        for report in reports {
-            assert_eq!(report.to_string().parse::<Report>(), Ok(report.clone()));
-        }
-        assert!("revoked 1 ok=2".parse::<Report>().is_err());
-    }
-
-    #[test]
-    fn consecutive_seqs_make_one_range() {
-        assert_eq!(ranges_of(&[1, 2, 3, 5, 6, 9]), vec![(1, 3), (5, 6), (9, 9)]);
-        assert_eq!(ranges_of(&[]), vec![]);
-        assert_eq!(ranges_of(&[4, 4, 5]), vec![(4, 5)]);
-    }
 }

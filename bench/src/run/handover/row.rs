@@ -40,18 +40,3 @@ impl StoredRow {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_state_decodes_into_its_seqs() {
-        let state = br#"{"owner_epoch":2,"last_seq":5,"applied":[[1,3],[2,2],[5,5]]}"#;
-        let row = StoredRow::decode(7, 9, Some(state)).unwrap();
-        assert_eq!((row.key, row.version, row.owner_epoch), (7, 9, 2));
-        assert_eq!((row.last_seq, row.applied), (5, vec![1, 2, 3, 2, 5]));
-        assert!(StoredRow::decode(7, 1, Some(b"12")).is_err());
-        assert!(StoredRow::decode(7, 0, None).unwrap().applied.is_empty());
-    }
-}

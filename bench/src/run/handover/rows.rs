@@ -17,13 +17,12 @@
 use ferry::entity::{Entities, Options, PostgresStore, RedisStore};
 use ferry::{Builder, StartError};
 
-use crate::store::StoreAddress;
+use crate::store::{Fence, StoreAddress};
 
 use super::fold::{fold, Fenced, KeyState, Step};
 pub use super::row::StoredRow;
 use super::rows_pg::{PgRowStore, TABLE};
 use super::rows_redis::{RedisRowStore, PREFIX};
-use super::Fence;
 
 /// An owner's engine: per key a [`KeyState`], inputs [`Step`]s, each
 /// answered a seq or refused [`Fenced`].

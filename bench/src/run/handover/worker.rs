@@ -17,7 +17,6 @@
 //! case the fence is for.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,12 +27,13 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::store::StoreAddress;
+use crate::base::children::{read_stdin, say};
+use crate::report::handover::{CallerOutcomes, MoveId, OwnerCounts};
+use crate::store::{Fence, StoreAddress};
 
-use super::fold::{Fenced, OwnerCounts, Step};
-use super::protocol::{ranges_of, CallerOutcomes, Command, MoveId, Report};
+use super::fold::{Fenced, Step};
+use super::protocol::{ranges_of, Command, Report};
 use super::rows::{start_owner_engine, OwnerEngine};
-use super::Fence;
 
 /// How one owner runs.
 #[derive(Clone, Debug)]
@@ -91,22 +91,11 @@ fn start_engine(settings: &WorkerSettings) -> Result<OwnerEngine, String> {
 /// the channel closes when stdin does.
 fn commands() -> mpsc::UnboundedReceiver<Result<Command, String>> {
     let (send, receive) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let command = line.map_err(|err| format!("reading stdin: {err}"));
-            if send.send(command.and_then(|line| line.parse())).is_err() {
-                return;
-            }
-        }
+    read_stdin(move |line| {
+        let command = line.and_then(|line| line.parse());
+        send.send(command).is_ok()
     });
     receive
-}
-
-/// Writes one report line to the coordinator.
-fn say(report: &Report) {
-    let mut out = std::io::stdout().lock();
-    // A coordinator that went away closes stdin too, which ends the owner.
-    let _ = writeln!(out, "{report}").and_then(|()| out.flush());
 }
 
 /// What an owner knows of one key it holds (one tenure: one epoch).

@@ -7,13 +7,15 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::base::duration::parse_duration;
+use crate::report::kafka::{self as report, KafkaReport};
+use crate::run::kafka::{run, KillAt, Settings};
 use crate::sources::dist::KeyDist;
 use crate::store::{Fence, StoreAddress};
 
-use super::member::{self, MemberSettings};
-use super::report::{self, KafkaReport};
+use super::consumer::MemberSettings;
+use super::member;
 use super::rows::{check_prefix, DEFAULT_PREFIX};
-use super::{run, KillAt, Settings, System};
+use super::System;
 
 /// What to say when there is no broker.
 const NO_BROKER: &str = "--source kafka needs a Kafka broker: --kafka-bootstrap 127.0.0.1:PORT. \

@@ -40,7 +40,7 @@ use ferry::{FerryError, Order, Runtime};
 
 use crate::store::Fence;
 
-use super::member::{MemberSettings, Running, Tally};
+use super::consumer::{MemberSettings, Running, Tally};
 use super::rows::{entity_table, KeyRow};
 
 /// Keys' batches in one statement at most.

@@ -1,5 +1,6 @@
-//! What a member process says to the parent, one line each on its stdout
-//! (the parent closes the member's stdin to stop it):
+//! What a member process says to the parent, one line each on its stdout,
+//! in the line protocol of [`crate::base::children`] (the parent closes
+//! the member's stdin to stop it):
 //!
 //! - `ready`: consuming;
 //! - `progress rebalances=N partitions=P`: rebalances this member saw so
@@ -12,6 +13,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use hdrhistogram::Histogram;
+
+use crate::base::children::{failed_line, failed_reason, field, pairs, parse_pairs};
 
 /// One line of a member.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,12 +64,8 @@ impl fmt::Display for Line {
                 f,
                 "progress rebalances={rebalances} partitions={partitions}"
             ),
-            Line::Lag(pairs) if pairs.is_empty() => f.write_str("lag -"),
-            Line::Lag(pairs) => {
-                let each: Vec<String> = pairs.iter().map(|(v, c)| format!("{v}:{c}")).collect();
-                write!(f, "lag {}", each.join(","))
-            }
-            Line::Failed(why) => write!(f, "failed {}", why.replace('\n', " ")),
+            Line::Lag(counts) => write!(f, "lag {}", pairs(counts, ':')),
+            Line::Failed(why) => f.write_str(&failed_line(why)),
         }
     }
 }
@@ -79,40 +78,23 @@ impl FromStr for Line {
     ///
     /// let line = Line::Lag(vec![(120, 3), (4_000, 1)]);
     /// assert_eq!(line.to_string().parse::<Line>(), Ok(line));
+    /// assert_eq!(Line::Lag(vec![]).to_string().parse::<Line>(), Ok(Line::Lag(vec![])));
     /// let progress = Line::Progress { rebalances: 3, partitions: 4 };
     /// assert_eq!(progress.to_string().parse::<Line>(), Ok(progress));
     /// assert!("progress".parse::<Line>().is_err());
     /// ```
     fn from_str(line: &str) -> Result<Self, String> {
-        if let Some(why) = line.strip_prefix("failed ") {
+        if let Some(why) = failed_reason(line) {
             return Ok(Line::Failed(why.to_owned()));
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["ready"] => Ok(Line::Ready),
-            ["progress", rebalances, partitions] => {
-                let field = |word: &str, name: &str| word.strip_prefix(name)?.parse().ok();
-                match (
-                    field(rebalances, "rebalances="),
-                    field(partitions, "partitions="),
-                ) {
-                    (Some(rebalances), Some(partitions)) => Ok(Line::Progress {
-                        rebalances,
-                        partitions: partitions as usize,
-                    }),
-                    _ => Err(format!("not a progress line: `{line}`")),
-                }
-            }
-            ["lag", "-"] => Ok(Line::Lag(Vec::new())),
-            ["lag", pairs] => pairs
-                .split(',')
-                .map(|pair| {
-                    let (v, c) = pair.split_once(':')?;
-                    Some((v.parse().ok()?, c.parse().ok()?))
-                })
-                .collect::<Option<Vec<_>>>()
-                .map(Line::Lag)
-                .ok_or_else(|| format!("not a lag line: `{line}`")),
+            ["progress", fields @ ..] if fields.len() == 2 => Ok(Line::Progress {
+                rebalances: field(fields, "rebalances")?,
+                partitions: field(fields, "partitions")?,
+            }),
+            ["lag", counts] => parse_pairs(counts, ':').map(Line::Lag),
             _ => Err(format!("not a member's line: `{line}`")),
         }
     }

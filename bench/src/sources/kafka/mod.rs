@@ -1,45 +1,36 @@
-//! `ferry-load --source kafka` (feature `kafka`): a keyed Kafka topic
-//! consumed into PostgreSQL by a consumer group of member processes, one
-//! of them killed mid-run, and the rows read back to judge what each
-//! system did with every record.
+//! `ferry-load --source kafka` (feature `kafka`), the source's side: a
+//! keyed Kafka topic filled, and the consumer-group members that consume
+//! it into PostgreSQL. The run that starts the members, kills one mid-run
+//! and judges the rows is [`crate::run::kafka`]; its figures are
+//! [`crate::report::kafka`].
 //!
 //! - [`produce`]: the topic made and filled, each record's value its
 //!   key's sequence number and its produce time;
 //! - [`rows`]: the tables the systems write (an owner epoch per
 //!   partition, per key what was applied; ferry's entities, the same
-//!   figures as a key's state), made afresh per system;
+//!   figures as a key's state), made afresh per system, and read back;
 //! - [`write`](mod@write): the partition-serial member's writes: a
 //!   partition taken, records applied with the fence (offset and epoch
 //!   conditions) or without it (the control);
-//! - [`member`]: a member process, [`ferry_member`] (`ferry::kafka` and
-//!   `ferry::entity`, the offset fence in the fold) or [`serial_member`]
-//!   (one record at a time per partition); [`lines`]: what it reports;
-//! - [`children`]: the member processes as the parent holds them, and the
-//!   Java parallel-consumer peer's;
-//! - [`run`](mod@run): one system's run, from the members' start to the verdict;
-//! - [`verdict`]: lost, applied twice, out of order, key by key;
-//! - [`report`]: the table and the JSON; [`cli`]: the command line.
+//! - [`member`]: a member process, which runs a [`consumer`]:
+//!   [`ferry_member`] (`ferry::kafka` and `ferry::entity`, the offset
+//!   fence in the fold) or [`serial_member`] (one record at a time per
+//!   partition); [`lines`]: what it says to the parent;
+//! - [`cli`]: the command line.
 
-pub mod children;
 pub mod cli;
+pub mod consumer;
 pub mod ferry_member;
 pub mod lines;
 pub mod member;
 pub mod produce;
-pub mod report;
 pub mod rows;
-pub mod run;
 pub mod serial_member;
-pub mod verdict;
 pub mod write;
 
 use std::fmt;
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use crate::base::duration::parse_duration;
-
-pub use run::{run, Settings};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A consumer compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,41 +80,6 @@ impl FromStr for System {
         .ok_or_else(|| {
             format!("`{name}` is not a Kafka system: ferry, partition-serial or parallel-consumer")
         })
-    }
-}
-
-/// When one member is killed (`SIGKILL`) and a new one started.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KillAt {
-    /// This long after the system's members were started.
-    After(Duration),
-    /// Once this share of the records (0 to 1) is applied.
-    Applied(f64),
-}
-
-impl FromStr for KillAt {
-    type Err = String;
-
-    /// ```
-    /// use std::time::Duration;
-    /// use ferry_bench::sources::kafka::KillAt;
-    ///
-    /// assert_eq!("10s".parse(), Ok(KillAt::After(Duration::from_secs(10))));
-    /// assert_eq!("30%".parse(), Ok(KillAt::Applied(0.3)));
-    /// assert!("120%".parse::<KillAt>().is_err());
-    /// ```
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text.strip_suffix('%') {
-            Some(percent) => match percent.parse::<f64>() {
-                Ok(p) if (0.0..100.0).contains(&p) => Ok(KillAt::Applied(p / 100.0)),
-                _ => Err(format!(
-                    "`{text}`: a share of the records applied, 0% to 99%"
-                )),
-            },
-            None => parse_duration(text)
-                .map(KillAt::After)
-                .map_err(|err| err.to_string()),
-        }
     }
 }
 

@@ -26,7 +26,7 @@ use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::store::on_postgres::connect;
 
-use super::member::{MemberSettings, Running, Tally};
+use super::consumer::{MemberSettings, Running, Tally};
 use super::write::{Outcome, Rec, Writer};
 
 /// Records waiting for a partition's thread before it is paused.

@@ -1,27 +1,28 @@
 //! The member processes of one system's run, as the parent holds them:
-//! started, listened to, one killed and replaced, stopped at the end.
-//! ferry's and partition-serial's members are this program again
-//! (`--kafka-member N`), stopped by closing their stdin; the
-//! parallel-consumer peer is `java -jar`, stopped by `SIGTERM`, and says
-//! one JSON line as it exits.
+//! started, listened to, one killed and replaced, stopped at the end, all
+//! through [`crate::base::children`]. ferry's and partition-serial's
+//! members are this program again (`--kafka-member N`), stopped by closing
+//! their stdin; the parallel-consumer peer is `java -jar`, stopped by
+//! `SIGTERM`, and says one JSON line as it exits.
 
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Deserialize;
 
-use crate::base::child_lines;
+use crate::base::children::{Children, Heard};
+use crate::sources::kafka::consumer::MemberSettings;
+use crate::sources::kafka::lines::Line;
 use crate::store::Fence;
-
-use super::lines::Line;
-use super::member::MemberSettings;
 
 /// How long members may take to drain, commit and exit once told to stop.
 const STOP_WITHIN: Duration = Duration::from_secs(60);
+
+/// How long a member that said its last may take to exit.
+const EXIT_WITHIN: Duration = Duration::from_secs(5);
 
 /// The parallel-consumer peer's last line.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
@@ -48,6 +49,15 @@ pub enum Said {
 impl FromStr for Said {
     type Err = String;
 
+    /// ```
+    /// use ferry_bench::run::kafka::members::Said;
+    /// use ferry_bench::sources::kafka::lines::Line;
+    ///
+    /// assert_eq!("ready".parse(), Ok(Said::Member(Line::Ready)));
+    /// let peer = r#"{"records":3,"lag_p50_us":1.0,"lag_p99_us":2.0}"#;
+    /// assert!(matches!(peer.parse(), Ok(Said::Peer(_))));
+    /// assert_eq!("INFO started".parse(), Ok(Said::Other("INFO started".to_owned())));
+    /// ```
     fn from_str(line: &str) -> Result<Self, String> {
         if let Ok(said) = line.parse() {
             return Ok(Said::Member(said));
@@ -80,10 +90,9 @@ pub enum Launch {
     },
 }
 
-/// One member process and what it said.
+/// What one member said, and whether it was killed.
+#[derive(Default)]
 struct Member {
-    process: Child,
-    stdin: Option<ChildStdin>,
     killed: bool,
     ready: bool,
     done: bool,
@@ -96,24 +105,25 @@ struct Member {
 /// The members of one system's run.
 pub struct Members {
     launch: Launch,
+    children: Children<Said>,
     members: Vec<Member>,
-    said: Receiver<child_lines::Said<Said>>,
-    send: Sender<child_lines::Said<Said>>,
     /// Members killed.
     pub kills: u64,
     /// The share of the records applied when the member was killed.
     pub killed_at: Option<f64>,
 }
 
+/// A system's lag figures: median and 99th percentile (µs), and the
+/// records they cover.
+pub type LagFigures = (Option<u64>, Option<u64>, u64);
+
 impl Members {
     /// Starts `count` members.
     pub fn start(launch: Launch, count: usize) -> Result<Members, String> {
-        let (send, said) = mpsc::channel();
         let mut members = Members {
             launch,
+            children: Children::new("member"),
             members: Vec::new(),
-            said,
-            send,
             kills: 0,
             killed_at: None,
         };
@@ -125,95 +135,64 @@ impl Members {
 
     /// Starts the next member.
     fn spawn(&mut self) -> Result<(), String> {
-        let index = self.members.len();
-        let mut command = self.command(index);
-        let mut process = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|err| format!("could not start member {index} ({command:?}): {err}"))?;
-        let stdout = process.stdout.take().ok_or("a member without stdout")?;
-        child_lines::forward(index, stdout, self.send.clone());
-        let stdin = process.stdin.take();
-        self.members.push(Member {
-            process,
-            stdin,
-            killed: false,
-            ready: false,
-            done: false,
-            rebalances: 0,
-            partitions: 0,
-            lag: Vec::new(),
-            peer: None,
-        });
-        Ok(())
-    }
-
-    fn command(&self, index: usize) -> Command {
+        let index = self.children.len();
         match &self.launch {
             Launch::Ours { program, settings } => {
-                let mut command = Command::new(program);
-                command.args(member_args(settings, index));
-                command
+                self.children.spawn(program, member_args(settings, index))?
             }
             Launch::Java {
                 jar,
                 max_concurrency,
-                settings: s,
-            } => {
-                let mut command = Command::new("java");
-                command.arg("-jar").arg(jar);
-                command.args(["--bootstrap", &s.bootstrap, "--topic", &s.topic]);
-                command.args(["--group", &s.group, "--postgres", &s.store]);
-                command.args(["--table-prefix", &s.prefix]);
-                command.args(["--max-concurrency", &max_concurrency.to_string()]);
-                command
-            }
-        }
+                settings,
+            } => self
+                .children
+                .spawn("java", java_args(jar, *max_concurrency, settings))?,
+        };
+        self.members.push(Member::default());
+        Ok(())
     }
 
     /// Handles what members said, waiting up to `wait` for the first line.
     pub fn pump(&mut self, wait: Duration) -> Result<(), String> {
-        let mut next = self
-            .said
-            .recv_timeout(wait)
-            .map_err(|e| e == RecvTimeoutError::Timeout);
-        while let Ok((index, said)) = next {
-            self.handle(index, said)?;
-            next = self.said.try_recv().map_err(|_| true);
+        let mut next = self.children.hear(wait);
+        while let Some(heard) = next {
+            self.handle(heard)?;
+            next = self.children.hear_now();
         }
         self.check_alive()
     }
 
-    fn handle(&mut self, index: usize, said: Option<Result<Said, String>>) -> Result<(), String> {
+    fn handle(&mut self, heard: Heard<Said>) -> Result<(), String> {
+        let (index, said) = match heard {
+            Heard::Said(index, said) => (index, said),
+            Heard::Unreadable(index, why) => return Err(format!("member {index}: {why}")),
+            Heard::Closed(index) => {
+                self.members[index].done = true;
+                return Ok(());
+            }
+        };
         let member = &mut self.members[index];
         match said {
-            None => member.done = true,
-            Some(Err(why)) => return Err(format!("member {index}: {why}")),
-            Some(Ok(Said::Member(Line::Failed(why)))) => {
-                return Err(format!("member {index} failed: {why}"))
-            }
-            Some(Ok(Said::Member(Line::Ready))) => member.ready = true,
-            Some(Ok(Said::Member(Line::Progress {
+            Said::Member(Line::Failed(why)) => return Err(format!("member {index} failed: {why}")),
+            Said::Member(Line::Ready) => member.ready = true,
+            Said::Member(Line::Progress {
                 rebalances,
                 partitions,
-            }))) => (member.rebalances, member.partitions) = (rebalances, partitions),
-            Some(Ok(Said::Member(Line::Lag(pairs)))) => member.lag = pairs,
-            Some(Ok(Said::Peer(summary))) => member.peer = Some(summary),
-            Some(Ok(Said::Other(line))) => eprintln!("member {index}: {}", shortened(&line)),
+            }) => (member.rebalances, member.partitions) = (rebalances, partitions),
+            Said::Member(Line::Lag(pairs)) => member.lag = pairs,
+            Said::Peer(summary) => member.peer = Some(summary),
+            Said::Other(line) => eprintln!("member {index}: {}", shortened(&line)),
         }
         Ok(())
     }
 
     /// Every member not killed nor stopped still runs.
     fn check_alive(&mut self) -> Result<(), String> {
-        for (index, member) in self.members.iter_mut().enumerate() {
-            let stopping = member.stdin.is_none();
-            if member.killed || stopping {
+        for (index, member) in self.members.iter().enumerate() {
+            if member.killed || self.children.is_stopping(index) {
                 continue;
             }
-            if let Ok(Some(status)) = member.process.try_wait() {
+            if let Some(status) = self.children.exited(index) {
                 return Err(format!("member {index} exited during the run ({status})"));
             }
         }
@@ -233,11 +212,7 @@ impl Members {
             .max_by_key(|(_, m)| m.partitions)
             .ok_or("no member to kill")?;
         member.killed = true;
-        member
-            .process
-            .kill()
-            .map_err(|err| format!("killing member {index}: {err}"))?;
-        let _ = member.process.wait();
+        self.children.kill(index)?;
         self.kills += 1;
         self.spawn()?;
         Ok(index)
@@ -246,30 +221,26 @@ impl Members {
     /// Tells every member still running to stop, and waits for each to
     /// say its last and exit (killing one that does not in time).
     pub fn stop(&mut self) -> Result<(), String> {
-        for member in self.members.iter_mut().filter(|m| !m.killed) {
-            match self.launch {
-                Launch::Ours { .. } => drop(member.stdin.take()),
-                Launch::Java { .. } => {
-                    drop(member.stdin.take());
-                    // SAFETY: a plain kill(2) of our own child's pid.
-                    unsafe { libc::kill(member.process.id() as libc::pid_t, libc::SIGTERM) };
-                }
-            }
-        }
+        self.tell_to_stop();
         let deadline = Instant::now() + STOP_WITHIN;
         while self.members.iter().any(|m| !m.killed && !m.done) && Instant::now() < deadline {
             self.pump(Duration::from_millis(100))?;
         }
-        for (index, member) in self.members.iter_mut().enumerate() {
-            if !member.killed && !member.done {
-                eprintln!(
-                    "ferry-load: member {index} did not stop within {STOP_WITHIN:?}; killing it"
-                );
-                let _ = member.process.kill();
-            }
-            let _ = member.process.wait();
-        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.children.reap(left.max(EXIT_WITHIN));
         Ok(())
+    }
+
+    /// Closes every running member's stdin, and sends the Java peer's
+    /// `SIGTERM`.
+    fn tell_to_stop(&mut self) {
+        let running = self.members.iter().enumerate().filter(|(_, m)| !m.killed);
+        for (index, _) in running {
+            self.children.close_stdin(index);
+            if let Launch::Java { .. } = self.launch {
+                self.children.terminate(index);
+            }
+        }
     }
 
     /// Members that said `ready` (or, for the Java peer, were started).
@@ -283,6 +254,24 @@ impl Members {
         match self.launch {
             Launch::Ours { .. } => Some(self.members.iter().map(|m| m.rebalances).sum()),
             Launch::Java { .. } => None,
+        }
+    }
+
+    /// Our members' histograms merged; the Java peer's own percentiles,
+    /// the highest of its members'.
+    pub fn lag_figures(&self) -> LagFigures {
+        let peers = self.peer_summaries();
+        if !peers.is_empty() {
+            return peer_lag(&peers);
+        }
+        let lag = self.lag();
+        match lag.len() {
+            0 => (None, None, 0),
+            n => (
+                Some(lag.value_at_quantile(0.5)),
+                Some(lag.value_at_quantile(0.99)),
+                n,
+            ),
         }
     }
 
@@ -301,15 +290,15 @@ impl Members {
     }
 }
 
-impl Drop for Members {
-    fn drop(&mut self) {
-        for member in &mut self.members {
-            if let Ok(None) = member.process.try_wait() {
-                let _ = member.process.kill();
-                let _ = member.process.wait();
-            }
-        }
-    }
+/// The Java peer's lag figures: the highest of its members' percentiles.
+fn peer_lag(peers: &[PeerSummary]) -> LagFigures {
+    let highest = |f: fn(&PeerSummary) -> f64| peers.iter().map(f).fold(0.0, f64::max) as u64;
+    let records = peers.iter().map(|p| p.records).sum();
+    (
+        Some(highest(|p| p.lag_p50_us)),
+        Some(highest(|p| p.lag_p99_us)),
+        records,
+    )
 }
 
 /// A line of the Java peer's own output, cut to a readable length.
@@ -337,6 +326,23 @@ fn member_args(s: &MemberSettings, index: usize) -> Vec<String> {
     ];
     if s.fence == Fence::Off {
         args.push("--no-fence".to_owned());
+    }
+    args
+}
+
+/// The Java peer's command line, after `java`.
+fn java_args(jar: &Path, max_concurrency: usize, s: &MemberSettings) -> Vec<OsString> {
+    let mut args = vec![OsString::from("-jar"), jar.as_os_str().to_owned()];
+    let flags = [
+        ("--bootstrap", s.bootstrap.clone()),
+        ("--topic", s.topic.clone()),
+        ("--group", s.group.clone()),
+        ("--postgres", s.store.clone()),
+        ("--table-prefix", s.prefix.clone()),
+        ("--max-concurrency", max_concurrency.to_string()),
+    ];
+    for (flag, value) in flags {
+        args.extend([OsString::from(flag), OsString::from(value)]);
     }
     args
 }

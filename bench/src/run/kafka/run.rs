@@ -7,16 +7,17 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::report::kafka::{KafkaReport, SystemReport};
 use crate::sources::dist::{KeyDist, KeySampler};
+use crate::sources::kafka::consumer::MemberSettings;
+use crate::sources::kafka::produce::{self, Produced};
+use crate::sources::kafka::rows::Rows;
+use crate::sources::kafka::{now_us, System};
 use crate::store::Fence;
 
-use super::children::{Launch, Members};
-use super::member::MemberSettings;
-use super::produce::{self, Produced};
-use super::report::{KafkaReport, SystemReport};
-use super::rows::Rows;
+use super::kill::KillAt;
+use super::members::{Launch, Members};
 use super::verdict::{self, Verdict};
-use super::{now_us, KillAt, System};
 
 /// How often the rows are read back whole while a system runs.
 const WATCH_EVERY: Duration = Duration::from_millis(100);
@@ -72,6 +73,16 @@ pub struct Settings {
 /// Makes and fills the topic, then runs each system.
 pub fn run(settings: &Settings) -> Result<KafkaReport, String> {
     let rows = Rows::open(&settings.store, &settings.store_shown, &settings.prefix)?;
+    let produced = fill_topic(settings)?;
+    let mut systems = Vec::new();
+    for &system in &settings.systems {
+        systems.push(run_system(settings, system, &rows, &produced)?);
+    }
+    Ok(report(settings, &produced, systems))
+}
+
+/// Makes the topic and produces its records.
+fn fill_topic(settings: &Settings) -> Result<Produced, String> {
     let sampler = KeySampler::new(settings.dist, settings.keys)?;
     produce::create_topic(&settings.bootstrap, &settings.topic, settings.partitions)?;
     eprintln!(
@@ -86,11 +97,7 @@ pub fn run(settings: &Settings) -> Result<KafkaReport, String> {
         settings.seed,
     )?;
     eprintln!("ferry-load: produced in {:.1?}", produced.took);
-    let mut systems = Vec::new();
-    for &system in &settings.systems {
-        systems.push(run_system(settings, system, &rows, &produced)?);
-    }
-    Ok(KafkaReport::new(settings, &produced, systems))
+    Ok(produced)
 }
 
 /// One system, from fresh rows to its verdict.
@@ -111,10 +118,50 @@ fn run_system(
     let stopped = members.stop();
     let (finished, elapsed) = watched?;
     stopped?;
-    let verdict = Verdict::check(produced, &rows.read_back(&settings.topic)?);
-    Ok(SystemReport::new(
-        system, &members, verdict, finished, elapsed,
-    ))
+    let verdict = verdict::check(produced, &rows.read_back(&settings.topic)?);
+    Ok(system_report(system, &members, verdict, finished, elapsed))
+}
+
+/// The figures of a system's run.
+fn system_report(
+    system: System,
+    members: &Members,
+    verdict: Verdict,
+    finished: bool,
+    elapsed: Duration,
+) -> SystemReport {
+    let (lag_p50_us, lag_p99_us, lag_records) = members.lag_figures();
+    let elapsed_s = elapsed.as_secs_f64();
+    SystemReport {
+        system: system.name().to_owned(),
+        skipped: None,
+        finished,
+        elapsed_s,
+        records_per_s: verdict.applied as f64 / elapsed_s.max(1e-9),
+        lag_p50_us,
+        lag_p99_us,
+        lag_records,
+        rebalances: members.rebalances(),
+        kills: members.kills,
+        killed_at_applied: members.killed_at,
+        verdict,
+    }
+}
+
+/// The run's report.
+fn report(settings: &Settings, produced: &Produced, systems: Vec<SystemReport>) -> KafkaReport {
+    KafkaReport {
+        command: String::new(),
+        topic: settings.topic.clone(),
+        partitions: settings.partitions,
+        records: produced.total,
+        keys: produced.per_key.len(),
+        dist: settings.dist.to_string(),
+        members: settings.members,
+        fence: settings.fence == Fence::On,
+        produce_s: produced.took.as_secs_f64(),
+        systems,
+    }
 }
 
 /// Watches the rows until every record is applied or the deadline, with
@@ -171,11 +218,7 @@ fn kill_if_due(
     elapsed: Duration,
 ) -> Result<bool, String> {
     let applied = rows.applied(&settings.topic)? as f64 / produced.total.max(1) as f64;
-    let due = match at {
-        KillAt::After(after) => elapsed >= after,
-        KillAt::Applied(share) => applied >= share,
-    };
-    if !due || applied >= 1.0 {
+    if !at.due(elapsed, applied) || applied >= 1.0 {
         return Ok(false);
     }
     let killed = members.kill_one()?;
