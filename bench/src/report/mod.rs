@@ -1,6 +1,12 @@
 //! What `ferry-load` shows: the live progress line, the final table (one
 //! row per system and shard count), the ratios against ferry (or batcher,
-//! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file).
+//! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file);
+//! the `--plot` picture ([`plot`], on the SVG scaffolding of [`svg`]); and
+//! what a `--tune` search found, as text, JSON and a picture ([`tune`]).
+
+pub mod plot;
+pub mod svg;
+pub mod tune;
 
 use std::fmt::Write as _;
 

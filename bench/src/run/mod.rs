@@ -1,5 +1,6 @@
-//! What `ferry-load` runs: the comparison, and the handover between
-//! processes.
+//! What `ferry-load` runs: the comparison, the handover between
+//! processes, and the search of ferry-trips' settings.
 
 pub mod compare;
 pub mod handover;
+pub mod tune;
