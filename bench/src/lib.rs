@@ -18,10 +18,12 @@
 //! - [`sources`]: which key each input goes to, the load's callers, closed
 //!   or open loop, and (feature `kafka`) a keyed Kafka topic consumed by a
 //!   group of member processes;
-//! - [`report`]: results, the progress line, the table and the JSON;
-//! - [`run`]: one system at one shard count from start to figures, and the
-//!   handover of keys between owners in separate processes;
-//! - [`plot`] and [`tune`]: the `--plot` picture and the `--tune` search.
+//! - [`report`]: results, the progress line, the table and the JSON, the
+//!   SVG pictures ([`report::svg`]: what they share; [`report::plot`]: the
+//!   `--plot` picture), and what a `--tune` search found ([`report::tune`]);
+//! - [`run`]: one system at one shard count from start to figures, the
+//!   handover of keys between owners in separate processes, and the
+//!   `--tune` search of ferry-trips' settings ([`run::tune`]).
 //!
 //! ```no_run
 //! use ferry_bench::run::compare as run;
@@ -67,14 +69,12 @@
 //! ```
 #![warn(missing_docs)]
 
-// The layers, lowest first (`tests/layers.rs` checks that imports run
-// downward only).
+// The layers, in their order above (`tests/layers.rs` checks that imports
+// run downward only).
 pub mod base;
-pub mod plot;
 pub mod report;
 pub mod run;
 pub mod scenarios;
 pub mod sources;
 pub mod store;
 pub mod systems;
-pub mod tune;

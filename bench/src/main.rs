@@ -402,7 +402,7 @@ struct Args {
     tune_p99: Option<Duration>,
 
     /// --tune: points measured at most
-    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = ferry_bench::tune::DEFAULT_MAX_POINTS)]
+    #[arg(long, hide_short_help = true, value_name = "N", default_value_t = ferry_bench::run::tune::DEFAULT_MAX_POINTS)]
     tune_points: usize,
 
     /// --tune: the slots (--max-trips-in-flight) tried
@@ -559,7 +559,7 @@ impl Args {
     /// `--tune`'s plan: shards 1 to the CPUs (or --sweep-shards), the
     /// slots and trip sizes of --tune-slots and --tune-trip-batches, from
     /// the flags' settings (the CPUs, or the sweep's largest count).
-    fn tune_plan(&self) -> Result<ferry_bench::tune::Plan, String> {
+    fn tune_plan(&self) -> Result<ferry_bench::report::tune::Plan, String> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let shards = if self.sweep_shards.is_empty() {
             (1..=cpus).collect()
@@ -571,13 +571,13 @@ impl Args {
         } else {
             shards.iter().copied().max().unwrap_or(cpus)
         });
-        ferry_bench::tune::Plan::new(
-            ferry_bench::tune::Grid {
+        ferry_bench::report::tune::Plan::new(
+            ferry_bench::report::tune::Grid {
                 shards,
                 slots: self.tune_slots.clone(),
                 trip_batches: self.tune_trip_batches.clone(),
             },
-            ferry_bench::tune::Point {
+            ferry_bench::report::tune::Point {
                 shards: start_shards,
                 slots: self.max_trips_in_flight,
                 trip_batches: self.max_trip_batches,
@@ -824,7 +824,7 @@ fn run_tune(args: &Args) -> Result<bool, String> {
         sim.set_key_cost(args.store_key_cost);
     }
     let heading = args.describe().replace(" per system", " per point");
-    let ran = ferry_bench::tune::run_cli(
+    let ran = ferry_bench::run::tune::run_cli(
         &settings(args),
         &load(args, sampler),
         store,
@@ -1163,7 +1163,7 @@ fn write_plot(args: &Args, runs: &[RunResult]) -> Result<(), String> {
     let Some(path) = &args.plot else {
         return Ok(());
     };
-    ferry_bench::plot::write_svg(path, &args.describe(), runs)?;
+    ferry_bench::report::plot::write_svg(path, &args.describe(), runs)?;
     eprintln!("ferry-load: wrote {}", path.display());
     Ok(())
 }

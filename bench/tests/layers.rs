@@ -20,9 +20,7 @@ const LAYERS: &[&str] = &[
     "systems",
     "sources",
     "report",
-    "plot",
     "run",
-    "tune",
     "cli",
 ];
 

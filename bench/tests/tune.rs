@@ -9,10 +9,11 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use ferry_bench::report::tune::{self as report, Axis, Grid, Plan, Point, Tuning, Verdict};
 use ferry_bench::report::RunResult;
+use ferry_bench::run::tune;
 use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::Store;
-use ferry_bench::tune::{self, Axis, Grid, Plan, Point, Tuning, Verdict};
 
 mod support;
 
@@ -70,7 +71,7 @@ fn assert_reported_once(tuning: &Tuning) {
     assert_eq!(points[0], plan.start);
     assert!(points.len() <= plan.max_points && points.len() <= plan.grid.size());
 
-    let table = tune::table(tuning);
+    let table = report::table(tuning);
     let rows: Vec<&str> = table.lines().skip(1).collect();
     assert_eq!(rows.len(), points.len(), "{table}");
     for (number, (row, point)) in (1..).zip(rows.iter().zip(&points)) {
@@ -91,7 +92,7 @@ fn assert_reported_once(tuning: &Tuning) {
     }
 
     let json: serde_json::Value =
-        serde_json::from_str(&tune::json(tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
+        serde_json::from_str(&report::json(tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
     let entries = json["points"].as_array().unwrap();
     assert_eq!(entries.len(), points.len());
     for (number, (entry, point)) in (1..).zip(entries.iter().zip(&points)) {
@@ -100,7 +101,7 @@ fn assert_reported_once(tuning: &Tuning) {
         assert_eq!(entry["slots"], point.slots);
         assert_eq!(entry["trip_batches"], point.trip_batches);
     }
-    assert_eq!(json["search"], tune::SEARCH_NAME);
+    assert_eq!(json["search"], report::SEARCH_NAME);
 }
 
 /// The highest throughput among the points that passed and met the
@@ -156,12 +157,12 @@ fn a_search_on_the_sim_reports_every_point_once_and_the_fastest_as_best() {
         .expect("with no budget, a clean point is best");
     assert_eq!(Some(best.throughput()), fastest_valid(&tuning));
     assert_no_neighbour_left(&tuning, best.point);
-    let conclusion = tune::conclusion(&tuning);
+    let conclusion = report::conclusion(&tuning);
     assert!(
         conclusion.contains(&format!("best: {}: ", best.point.flags())),
         "{conclusion}"
     );
-    let svg = tune::render_svg("a small search", &tuning).unwrap();
+    let svg = report::render_svg("a small search", &tuning).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     // Each point labelled with its number and settings, once; the best
     // marked in the chart and in the list.
@@ -192,15 +193,15 @@ fn an_impossible_latency_budget_is_met_by_no_point_and_the_closest_is_shown() {
         .map(|tried| tried.p99_us())
         .fold(f64::INFINITY, f64::min);
     assert_eq!(tuning.tried[closest].p99_us(), lowest_p99);
-    let conclusion = tune::conclusion(&tuning);
+    let conclusion = report::conclusion(&tuning);
     assert!(
         conclusion.contains("best: none: no point met the p99 budget of 1us; closest: "),
         "{conclusion}"
     );
-    let table = tune::table(&tuning);
+    let table = report::table(&tuning);
     assert_eq!(table.matches("over p99 budget").count(), tuning.tried.len());
     let json: serde_json::Value =
-        serde_json::from_str(&tune::json(&tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
+        serde_json::from_str(&report::json(&tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
     assert!(json["best"].is_null());
     assert_eq!(json["closest"], closest + 1);
     assert_eq!(json["p99_budget_us"], 1.0);
@@ -213,7 +214,7 @@ fn the_search_on_the_sim_stops_at_its_point_budget() {
     assert_reported_once(&tuning);
     assert_eq!(tuning.tried.len(), 3);
     assert!(tuning.cut_short);
-    assert!(tune::conclusion(&tuning).contains("stopped at its limit of 3 points"));
+    assert!(report::conclusion(&tuning).contains("stopped at its limit of 3 points"));
     assert_eq!(
         Some(tuning.best().unwrap().throughput()),
         fastest_valid(&tuning)
@@ -344,7 +345,7 @@ fn a_point_that_failed_its_checks_is_shown_failed_and_never_best() {
     let best = tuning.best().unwrap();
     assert!(!failed.contains(&best.point));
     assert_eq!(Some(best.throughput()), fastest_valid(&tuning));
-    let table = tune::table(&tuning);
+    let table = report::table(&tuning);
     let failed_rows: Vec<&str> = table.lines().filter(|l| l.contains("FAILED")).collect();
     assert_eq!(failed_rows.len(), 3, "{table}");
     assert!(failed_rows.iter().any(|row| row.contains("lost 5")));
@@ -356,7 +357,7 @@ fn a_point_that_failed_its_checks_is_shown_failed_and_never_best() {
     let plan = Plan::new(small_grid(), point(1, 1, 16), 8, None).unwrap();
     let none = tune::search(plan, |_| Err("no store".to_string()));
     assert_eq!(none.verdict, Verdict::NoneValid);
-    assert!(tune::conclusion(&none).contains("no point passed its checks"));
+    assert!(report::conclusion(&none).contains("no point passed its checks"));
 }
 
 #[test]
@@ -382,10 +383,10 @@ fn the_latency_budget_keeps_the_fastest_point_within_it() {
         .count();
     assert!(over > 0, "points over the budget were tried and left out");
     assert_eq!(
-        tune::table(&tuning).matches("over p99 budget").count(),
+        report::table(&tuning).matches("over p99 budget").count(),
         over
     );
-    assert!(tune::header(&tuning.plan).contains("p99 at most 4ms"));
+    assert!(report::header(&tuning.plan).contains("p99 at most 4ms"));
 }
 
 #[test]

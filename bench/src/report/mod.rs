@@ -1,8 +1,10 @@
 //! What `ferry-load` shows: the live progress line, the final table (one
 //! row per system and shard count), the ratios against ferry (or batcher,
 //! unkeyed), and the `--json` file (docs/guarantees.md#ferry-loads-json-file);
-//! [`handover`], what a handover run found, and (feature `kafka`) `kafka`,
-//! what a Kafka run found.
+//! [`handover`], what a handover run found; (feature `kafka`) `kafka`,
+//! what a Kafka run found; the `--plot` picture ([`plot`], on the SVG
+//! scaffolding of [`svg`]); and what a search of settings found, as text,
+//! JSON and a picture ([`tune`]).
 
 pub mod faults;
 pub mod handover;
@@ -10,9 +12,12 @@ mod json;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 mod numbers;
+pub mod plot;
 mod result;
 mod sections;
+pub mod svg;
 mod table;
+pub mod tune;
 
 pub use json::JsonReport;
 pub use numbers::{micros, thousands};

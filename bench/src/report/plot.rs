@@ -10,10 +10,11 @@
 //! a line per system with shards, a dashed level for each without.
 //!
 //! Drawing is pure, results in and SVG text out ([`render_svg`]);
-//! [`write_svg`] only adds the file.
+//! [`write_svg`] only adds the file. The page, the axes and the colours are
+//! [`super::svg`]'s.
 //!
 //! ```
-//! use ferry_bench::plot::{percentile_label, percentile_x, quantile_at};
+//! use ferry_bench::report::plot::{percentile_label, percentile_x, quantile_at};
 //!
 //! // 99% is two nines along, 99.9% three.
 //! assert!((percentile_x(0.99) - 2.0).abs() < 1e-9);
@@ -25,19 +26,17 @@ use std::path::Path;
 
 use hdrhistogram::Histogram;
 use plotters::backend::SVGBackend;
-use plotters::chart::{ChartBuilder, ChartContext};
+use plotters::chart::ChartContext;
 use plotters::coord::cartesian::Cartesian2d;
-use plotters::coord::combinators::{BindKeyPoints, IntoLogRange, LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
-use plotters::drawing::{DrawingArea, DrawingAreaErrorKind, IntoDrawingArea};
 use plotters::element::{Circle, DashedPathElement, PathElement, Text};
-use plotters::series::{DashedLineSeries, LineSeries};
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters::style::{Color, IntoFont, RGBColor, TextStyle, WHITE};
+use plotters::series::LineSeries;
+use plotters::style::text_anchor::{HPos, VPos};
+use plotters::style::{Color, RGBColor};
 
-use crate::report::{thousands, RunResult};
+use super::svg::{self, DrawError, LogAxis, Panel};
+use super::{thousands, RunResult};
 
 /// Width of the picture, px.
 const WIDTH_PX: u32 = 1300;
@@ -50,13 +49,8 @@ const LEGEND_TOP_PX: i32 = 60;
 const LEGEND_ROW_PX: i32 = 26;
 /// Length of the coloured line before each name, px.
 const LEGEND_LINE_PX: i32 = 30;
-/// Size of the legend's names, px, as plotters takes a font size (it draws
-/// text at 1/1.24 of it, and so are the two below).
+/// Size of the legend's names, px (as plotters takes a font size).
 const LEGEND_FONT_PX: u32 = 18;
-/// Size of the values along the axes, px.
-const AXIS_LABEL_FONT_PX: u32 = 16;
-/// Size of the axes' names, px.
-const AXIS_NAME_FONT_PX: u32 = 17;
 /// Height of the heading above the panels, px.
 const HEADING_HEIGHT_PX: u32 = 40;
 /// Height of the latency panel, px.
@@ -73,12 +67,12 @@ const NINES_MAX: f64 = 8.0;
 
 /// One colour per system, in the order the systems ran.
 const SYSTEM_COLORS: [RGBColor; 6] = [
-    RGBColor(31, 100, 180),
-    RGBColor(230, 120, 20),
-    RGBColor(40, 150, 60),
-    RGBColor(200, 40, 40),
-    RGBColor(130, 80, 170),
-    RGBColor(120, 85, 60),
+    svg::BLUE,
+    svg::ORANGE,
+    svg::GREEN,
+    svg::RED,
+    svg::PURPLE,
+    svg::BROWN,
 ];
 /// How far towards white the curve of a system's fewest shards is drawn;
 /// its most shards get the full colour, the counts between are spread out.
@@ -173,49 +167,26 @@ impl Ranged for TickedAxis {
     }
 }
 
-/// The error of a drawing on the SVG backend.
-type DrawError = DrawingAreaErrorKind<std::io::Error>;
-
-/// A panel of the picture.
-type Panel<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-
 /// The picture of `runs` as SVG text, headed by `heading` (what was run).
 pub fn render_svg(heading: &str, runs: &[RunResult]) -> Result<String, String> {
     let swept = swept(runs);
     let height = HEADING_HEIGHT_PX
         + LATENCY_PANEL_HEIGHT_PX
         + if swept { THROUGHPUT_PANEL_HEIGHT_PX } else { 0 };
-    let mut svg = String::new();
-    draw(&mut svg, (WIDTH_PX, height), heading, runs, swept)
-        .map_err(|err| format!("could not draw the plot: {err}"))?;
-    debug_assert!(svg.starts_with("<svg"), "{svg:.40}");
-    Ok(svg)
+    svg::render((WIDTH_PX, height), HEADING_HEIGHT_PX, |top, panels| {
+        top.titled(heading, (svg::FONT, svg::HEADING_FONT_PX))?;
+        let (latency, throughput) = panels.split_vertically(LATENCY_PANEL_HEIGHT_PX);
+        draw_latency(&latency, runs)?;
+        if swept {
+            draw_throughput(&throughput, runs)?;
+        }
+        Ok(())
+    })
 }
 
 /// Writes the picture of `runs` (see [`render_svg`]) to `path`.
 pub fn write_svg(path: &Path, heading: &str, runs: &[RunResult]) -> Result<(), String> {
-    let svg = render_svg(heading, runs)?;
-    std::fs::write(path, svg).map_err(|err| format!("could not write {}: {err}", path.display()))
-}
-
-/// Heading, latency panel, and the throughput panel when `swept`.
-fn draw(
-    svg: &mut String,
-    size: (u32, u32),
-    heading: &str,
-    runs: &[RunResult],
-    swept: bool,
-) -> Result<(), DrawError> {
-    let root = SVGBackend::with_string(svg, size).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (top, panels) = root.split_vertically(HEADING_HEIGHT_PX);
-    top.titled(heading, ("sans-serif", 18))?;
-    let (latency, throughput) = panels.split_vertically(LATENCY_PANEL_HEIGHT_PX);
-    draw_latency(&latency, runs)?;
-    if swept {
-        draw_throughput(&throughput, runs)?;
-    }
-    root.present()
+    svg::write(path, &render_svg(heading, runs)?)
 }
 
 /// One line of a panel's legend.
@@ -254,8 +225,7 @@ fn draw_latency(panel: &Panel<'_>, runs: &[RunResult]) -> Result<(), DrawError> 
 }
 
 /// The latency chart of [`draw_latency`].
-type LatencyChart<'a, 'b> =
-    ChartContext<'a, SVGBackend<'b>, Cartesian2d<TickedAxis, WithKeyPoints<LogCoord<f64>>>>;
+type LatencyChart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<TickedAxis, LogAxis>>;
 
 /// The latency panel's chart and axes: percentiles to `nines_end` nines
 /// across, latency over `us` up (labelled at 1, 2 and 5 of each decade).
@@ -264,60 +234,22 @@ fn latency_chart<'a, 'b>(
     nines_end: f64,
     us: Range<f64>,
 ) -> Result<LatencyChart<'a, 'b>, DrawError> {
-    let mut chart = frame(area, "Latency by percentile (inputs answered with success)")
-        .build_cartesian_2d(
-            TickedAxis {
-                range: 0.0..nines_end,
-                ticks: percentile_ticks(nines_end),
-            },
-            us.clone()
-                .log_scale()
-                .with_key_points(latency_ticks(us.clone(), &[1.0, 2.0, 5.0]))
-                .with_light_points(latency_ticks(
-                    us,
-                    &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
-                )),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("percentile (log scale of 1/(1 − p))")
-        .y_desc("latency, µs (log scale)")
-        .x_label_formatter(&|x| percentile_label(quantile_at(*x)))
-        .y_label_formatter(&|us| latency_label(*us))
-        .label_style(("sans-serif", AXIS_LABEL_FONT_PX))
-        .axis_desc_style(("sans-serif", AXIS_NAME_FONT_PX))
-        .draw()?;
+    let percentiles = TickedAxis {
+        range: 0.0..nines_end,
+        ticks: percentile_ticks(nines_end),
+    };
+    let mut chart = svg::chart(area, "Latency by percentile (inputs answered with success)")
+        .build_cartesian_2d(percentiles, svg::log_axis(us.start, us.end))?;
+    svg::draw_axes(
+        &mut chart,
+        (
+            "percentile (log scale of 1/(1 − p))",
+            "latency, µs (log scale)",
+        ),
+        &|x| percentile_label(quantile_at(*x)),
+        &|us| svg::decimal_label(*us),
+    )?;
     Ok(chart)
-}
-
-/// The values inside `range` that are one of `steps` times a power of
-/// ten: 1, 2, 5 for labels, 1 to 9 for grid lines.
-fn latency_ticks(range: Range<f64>, steps: &[f64]) -> Vec<f64> {
-    let mut ticks = Vec::new();
-    let mut decade = 10f64.powf(range.start.log10().floor());
-    while decade <= range.end {
-        ticks.extend(
-            steps
-                .iter()
-                .map(|step| step * decade)
-                .filter(|us| range.contains(us)),
-        );
-        decade *= 10.0;
-    }
-    ticks
-}
-
-/// A latency tick, µs: whole and grouped from 1 µs up (`2,000`), with
-/// the digits it has below (`0.5`, `0.02`).
-fn latency_label(us: f64) -> String {
-    if us >= 1.0 {
-        return thousands(us.round() as u64);
-    }
-    let digits = format!("{us:.3}");
-    digits
-        .trim_end_matches('0')
-        .trim_end_matches('.')
-        .to_string()
 }
 
 /// The latency axis' ends, µs: a little beyond the lowest and highest
@@ -343,22 +275,18 @@ fn draw_throughput(panel: &Panel<'_>, runs: &[RunResult]) -> Result<(), DrawErro
     let shards = (fewest as f64 - 0.25)..(most as f64 + 0.25);
     let top = runs.iter().map(|run| run.throughput).fold(1.0, f64::max) * 1.15;
     let (chart_area, legend_area) = beside_legend(panel);
-    let mut chart = frame(&chart_area, "Throughput by shard count").build_cartesian_2d(
-        TickedAxis {
-            range: shards.clone(),
-            ticks: counts.iter().map(|&n| n as f64).collect(),
-        },
-        0.0..top,
+    let across = TickedAxis {
+        range: shards.clone(),
+        ticks: counts.iter().map(|&n| n as f64).collect(),
+    };
+    let mut chart = svg::chart(&chart_area, "Throughput by shard count")
+        .build_cartesian_2d(across, 0.0..top)?;
+    svg::draw_axes(
+        &mut chart,
+        ("shards", "inputs/s"),
+        &|x| format!("{x:.0}"),
+        &|per_s| thousands(per_s.round() as u64),
     )?;
-    chart
-        .configure_mesh()
-        .x_desc("shards")
-        .y_desc("inputs/s")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|per_s| thousands(per_s.round() as u64))
-        .label_style(("sans-serif", AXIS_LABEL_FONT_PX))
-        .axis_desc_style(("sans-serif", AXIS_NAME_FONT_PX))
-        .draw()?;
     let mut legend = Vec::new();
     for system in systems(runs) {
         let of_system: Vec<&RunResult> = runs.iter().filter(|run| run.system == system).collect();
@@ -387,8 +315,10 @@ fn throughput_series(
         .collect();
     if points.len() < of_system.len() {
         let level = of_system[0].throughput;
-        let across = [(shards.start, level), (shards.end, level)];
-        chart.draw_series(DashedLineSeries::new(across, 8, 6, color.stroke_width(2)))?;
+        chart.draw_series(svg::dashed(
+            [(shards.start, level), (shards.end, level)],
+            color,
+        ))?;
         return Ok(LegendEntry {
             name: format!("{system} (no shards)"),
             color,
@@ -412,24 +342,10 @@ fn beside_legend<'a>(panel: &Panel<'a>) -> (Panel<'a>, Panel<'a>) {
     panel.split_horizontally(width_px.saturating_sub(LEGEND_WIDTH_PX))
 }
 
-/// A panel's chart with its caption and room for the axes' labels.
-fn frame<'a, 'b>(area: &'a Panel<'b>, caption: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .caption(caption, ("sans-serif", 22))
-        .margin_left(16)
-        .margin_right(16)
-        .margin_bottom(10)
-        .x_label_area_size(50)
-        .y_label_area_size(90);
-    builder
-}
-
 /// The legend, one line of colour and one name per entry, top down from
 /// the height of the chart's top.
 fn draw_legend(area: &Panel<'_>, entries: &[LegendEntry]) -> Result<(), DrawError> {
-    let font = TextStyle::from(("sans-serif", LEGEND_FONT_PX).into_font())
-        .pos(Pos::new(HPos::Left, VPos::Center));
+    let font = svg::text(LEGEND_FONT_PX, HPos::Left, VPos::Center);
     for (row, entry) in (0i32..).zip(entries) {
         let y = LEGEND_TOP_PX + row * LEGEND_ROW_PX;
         let line = [(0, y), (LEGEND_LINE_PX, y)];
@@ -487,12 +403,12 @@ fn system_color(runs: &[RunResult], system: &str) -> RGBColor {
         .iter()
         .position(|&name| name == system)
         .unwrap_or(0);
-    SYSTEM_COLORS[place % SYSTEM_COLORS.len()]
+    svg::pick(&SYSTEM_COLORS, place)
 }
 
-/// The colour of `run`'s curve: its system's, lighter the fewer shards it
-/// had among that system's runs.
-fn run_color(runs: &[RunResult], run: &RunResult) -> RGBColor {
+/// The colour of `run`'s curve among `runs`: its system's, lighter the
+/// fewer shards it had among that system's runs.
+pub fn run_color(runs: &[RunResult], run: &RunResult) -> RGBColor {
     let RGBColor(red, green, blue) = system_color(runs, &run.system);
     let mut counts: Vec<Option<usize>> = runs
         .iter()
@@ -508,146 +424,4 @@ fn run_color(runs: &[RunResult], run: &RunResult) -> RGBColor {
     };
     let lighten = |channel: u8| channel + ((255 - channel) as f64 * lightness).round() as u8;
     RGBColor(lighten(red), lighten(green), lighten(blue))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::new_histogram;
-
-    /// A result whose latency histogram holds `inputs` inputs spread
-    /// evenly over 1..=`inputs` ms.
-    fn run(system: &str, shards: Option<usize>, throughput: f64, inputs: u64) -> RunResult {
-        let mut latency = new_histogram();
-        for ms in 1..=inputs {
-            latency.record(ms * 1_000_000).unwrap();
-        }
-        RunResult {
-            submitted: inputs,
-            completed: inputs,
-            applied: inputs,
-            completed_sum: 0,
-            applied_sum: 0,
-            latency,
-            ..RunResult::sample(system, shards, throughput)
-        }
-    }
-
-    /// Whether `svg` has a text element that reads `text` (the SVG backend
-    /// puts each element's text on a line of its own).
-    fn has_text(svg: &str, text: &str) -> bool {
-        svg.lines().any(|line| line.trim() == text)
-    }
-
-    #[test]
-    fn each_nine_is_one_step_along_the_percentile_axis() {
-        let cases = [
-            (0.0, 0.0, "0%"),
-            (0.5, 2f64.log10(), "50%"),
-            (0.9, 1.0, "90%"),
-            (0.99, 2.0, "99%"),
-            (0.999, 3.0, "99.9%"),
-            (0.9999, 4.0, "99.99%"),
-            (0.99999, 5.0, "99.999%"),
-        ];
-        for (quantile, x, label) in cases {
-            assert!((percentile_x(quantile) - x).abs() < 1e-9, "{quantile}");
-            assert!((quantile_at(x) - quantile).abs() < 1e-12, "{x}");
-            assert_eq!(percentile_label(quantile_at(x)), label);
-        }
-        let ticks: Vec<String> = percentile_ticks(4.0)
-            .into_iter()
-            .map(|x| percentile_label(quantile_at(x)))
-            .collect();
-        assert_eq!(ticks, ["0%", "50%", "90%", "99%", "99.9%", "99.99%"]);
-        let axis = TickedAxis {
-            range: 0.0..4.0,
-            ticks: percentile_ticks(4.0),
-        };
-        let pixel = |quantile: f64| axis.map(&percentile_x(quantile), (100, 900));
-        assert_eq!([pixel(0.0), pixel(0.9), pixel(0.99)], [100, 300, 500]);
-        assert_eq!([pixel(0.999), pixel(0.9999)], [700, 900]);
-    }
-
-    #[test]
-    fn latency_is_labelled_at_one_two_and_five() {
-        let ticks = latency_ticks(150.0..2_500.0, &[1.0, 2.0, 5.0]);
-        assert_eq!(ticks, [200.0, 500.0, 1_000.0, 2_000.0]);
-        let labels: Vec<String> = [0.02, 0.5, 1.0, 50.0, 2_000.0]
-            .into_iter()
-            .map(latency_label)
-            .collect();
-        assert_eq!(labels, ["0.02", "0.5", "1", "50", "2,000"]);
-    }
-
-    #[test]
-    fn a_curve_rises_to_the_last_percentile_its_inputs_tell() {
-        let latency = run("ferry", Some(1), 1.0, 1_000).latency;
-        let curve = latency_curve(&latency);
-        let (x_last, us_last) = *curve.last().unwrap();
-        assert!(
-            (x_last - 3.0).abs() < 1e-9,
-            "1,000 inputs tell 99.9%: {x_last}"
-        );
-        assert!((us_last - 999_000.0).abs() / 999_000.0 < 0.01, "{us_last}");
-        let (_, us_first) = curve[0];
-        assert!((us_first - 1_000.0).abs() / 1_000.0 < 0.01, "{us_first}");
-        assert!(curve
-            .windows(2)
-            .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
-        assert!(latency_curve(&new_histogram()).is_empty());
-    }
-
-    #[test]
-    fn the_picture_names_every_run_in_its_legend() {
-        let runs = [
-            run("ferry", Some(2), 1_000.0, 500),
-            run("single-lock", None, 800.0, 400),
-            run("unbatched", None, 10.0, 20),
-        ];
-        let svg = render_svg("1,000 keys", &runs).unwrap();
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        for name in ["ferry (2 shards)", "single-lock", "unbatched", "99.9%"] {
-            assert!(has_text(&svg, name), "no {name}");
-        }
-        assert!(!svg.contains("Throughput"), "no sweep, no throughput panel");
-    }
-
-    #[test]
-    fn a_sweep_adds_the_throughput_panel() {
-        let runs = [
-            run("ferry", Some(1), 1_000.0, 500),
-            run("ferry", Some(2), 1_500.0, 500),
-            run("batch-aint-one", None, 700.0, 300),
-        ];
-        let svg = render_svg("sweep", &runs).unwrap();
-        assert!(svg.contains("Throughput by shard count"));
-        for name in [
-            "ferry (1 shard)",
-            "ferry (2 shards)",
-            "ferry",
-            "batch-aint-one (no shards)",
-        ] {
-            assert!(has_text(&svg, name), "no {name}");
-        }
-        assert_ne!(run_color(&runs, &runs[0]), run_color(&runs, &runs[1]));
-    }
-
-    #[test]
-    fn the_file_is_written_or_the_error_names_its_path() {
-        let dir = std::env::temp_dir().join(format!("ferry-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("latency.svg");
-        let runs = [run("ferry", Some(1), 1_000.0, 100)];
-        write_svg(&path, "one run", &runs).unwrap();
-        let written = std::fs::read_to_string(&path).unwrap();
-        assert!(written.len() > 1_000 && has_text(&written, "ferry (1 shard)"));
-        let nowhere = dir.join("no-such-dir").join("latency.svg");
-        let problem = write_svg(&nowhere, "one run", &runs).unwrap_err();
-        assert!(
-            problem.contains(&nowhere.display().to_string()),
-            "{problem}"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }
