@@ -21,7 +21,10 @@
 //! - [`report`]: results, the progress line, the table and the JSON;
 //! - [`run`]: one system at one shard count from start to figures, and the
 //!   handover of keys between owners in separate processes;
-//! - [`plot`] and [`tune`]: the `--plot` picture and the `--tune` search.
+//! - [`plot`] and [`tune`]: the `--plot` picture and `ferry-load tune`'s
+//!   search;
+//! - [`cli`]: the command line, a subcommand per kind of run, and what
+//!   each run needs from its options; nothing else names it.
 //!
 //! ```no_run
 //! use ferry_bench::run::compare as run;
@@ -78,3 +81,5 @@ pub mod sources;
 pub mod store;
 pub mod systems;
 pub mod tune;
+// The top layer: it may name every module above, and none names it.
+pub mod cli;

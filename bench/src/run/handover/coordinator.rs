@@ -37,7 +37,7 @@ const EXIT_WITHIN: Duration = Duration::from_secs(10);
 pub struct Settings {
     /// The store (PostgreSQL or Redis).
     pub store: StoreAddress,
-    /// The program run as each owner (this binary, `--handover-worker`).
+    /// The program run as each owner (this binary, `handover --handover-worker`).
     pub worker_program: PathBuf,
     /// Owners, each a process with its own engine.
     pub instances: usize,
@@ -417,6 +417,7 @@ impl Drop for Owners {
 /// The command line of owner `index`.
 fn worker_args(settings: &Settings, index: usize) -> Vec<String> {
     let mut args = vec![
+        "handover".to_string(),
         format!("--handover-worker={index}"),
         format!("--store={}", store_url(&settings.store)),
         format!("--shards={}", settings.shards),

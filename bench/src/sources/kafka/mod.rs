@@ -1,4 +1,4 @@
-//! `ferry-load --source kafka` (feature `kafka`): a keyed Kafka topic
+//! `ferry-load kafka` (feature `kafka`): a keyed Kafka topic
 //! consumed into PostgreSQL by a consumer group of member processes, one
 //! of them killed mid-run, and the rows read back to judge what each
 //! system did with every record.
@@ -18,10 +18,9 @@
 //!   Java parallel-consumer peer's;
 //! - [`run`](mod@run): one system's run, from the members' start to the verdict;
 //! - [`verdict`]: lost, applied twice, out of order, key by key;
-//! - [`report`]: the table and the JSON; [`cli`]: the command line.
+//! - [`report`]: the table and the JSON.
 
 pub mod children;
-pub mod cli;
 pub mod ferry_member;
 pub mod lines;
 pub mod member;
