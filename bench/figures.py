@@ -37,8 +37,8 @@ SCENARIOS = {
     "contended": "--keys 1000 --dist zipf:1.0 --store-rtt 1ms --clients 2000 --duration 5s",
     "overhead": "--keys 100000 --dist uniform --store-rtt 0 --clients 4000 --duration 5s"
     " --sweep-shards 1,2",
-    "unkeyed-overhead": "--mode unkeyed --store-rtt 0 --duration 3s",
-    "unkeyed-rtt": "--mode unkeyed --store-rtt 1ms --duration 3s",
+    "unkeyed-overhead": "unkeyed --store-rtt 0 --duration 3s",
+    "unkeyed-rtt": "unkeyed --store-rtt 1ms --duration 3s",
     "trips-sim": "--keys 100000 --dist uniform --clients 2000 --store-rtt 1ms --duration 5s"
     " --max-in-flight-batches 4 --compare ferry,ferry-trips,multi-key",
 }

@@ -20,10 +20,12 @@
 //!   group of member processes;
 //! - [`report`]: results, the progress line, the table and the JSON, the
 //!   SVG pictures ([`report::svg`]: what they share; [`report::plot`]: the
-//!   `--plot` picture), and what a `--tune` search found ([`report::tune`]);
+//!   `--plot` picture), and what a search of settings found ([`report::tune`]);
 //! - [`run`]: one system at one shard count from start to figures, the
 //!   handover of keys between owners in separate processes, and the
-//!   `--tune` search of ferry-trips' settings ([`run::tune`]).
+//!   search of ferry-trips' settings ([`run::tune`]);
+//! - [`cli`]: `ferry-load`'s command line, a subcommand each, and what each
+//!   runs.
 //!
 //! ```no_run
 //! use ferry_bench::run::compare as run;
@@ -78,3 +80,5 @@ pub mod scenarios;
 pub mod sources;
 pub mod store;
 pub mod systems;
+// The top layer: it may name every module above, and none names it.
+pub mod cli;

@@ -3,7 +3,8 @@
 //! saying so; a glommio that cannot start is refused naming the flag that
 //! lifts it; when `--runtime auto` takes tokio the report says why; the
 //! report's time slices and store lateness come with what they mean, and
-//! each system with a line on what it is; `-h` is short, `--help` whole.
+//! each system with a line on what it is; `-h` is short, `--help` whole,
+//! for `ferry-load` and for its subcommands.
 
 use std::process::{Command, Output};
 
@@ -125,12 +126,12 @@ fn the_help_says_where_shards_are_pinned_and_what_batch_aint_one_is() {
 
 #[test]
 fn short_help_has_the_common_flags_and_long_help_every_one() {
-    let text = |flag: &str| {
-        let output = ferry_load(&[flag], false);
+    let text = |args: &[&str]| {
+        let output = ferry_load(args, false);
         assert!(output.status.success());
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
-    let (short, long) = (text("-h"), text("--help"));
+    let (short, long) = (text(&["-h"]), text(&["--help"]));
     assert!(short.lines().count() < 70, "-h is short:\n{short}");
     for common in [
         "--duration",
@@ -142,8 +143,18 @@ fn short_help_has_the_common_flags_and_long_help_every_one() {
         assert!(short.contains(common), "-h shows {common}");
     }
     assert!(short.contains("see more with '--help'"), "{short}");
-    for rare in ["--spin-before-park", "--seed", "--tune-slots"] {
+    for rare in ["--spin-before-park", "--seed"] {
         assert!(!short.contains(rare), "-h leaves out {rare}");
         assert!(long.contains(rare), "--help shows {rare}");
     }
+    let (short, long) = (text(&["tune", "-h"]), text(&["tune", "--help"]));
+    assert!(short.contains("--tune-p99"), "tune -h shows --tune-p99");
+    assert!(
+        !short.contains("--tune-slots"),
+        "tune -h leaves out --tune-slots"
+    );
+    assert!(
+        long.contains("--tune-slots"),
+        "tune --help shows --tune-slots"
+    );
 }

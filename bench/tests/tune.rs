@@ -92,7 +92,7 @@ fn assert_reported_once(tuning: &Tuning) {
     }
 
     let json: serde_json::Value =
-        serde_json::from_str(&report::json(tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
+        serde_json::from_str(&report::json(tuning, "ferry-load tune", "sim").unwrap()).unwrap();
     let entries = json["points"].as_array().unwrap();
     assert_eq!(entries.len(), points.len());
     for (number, (entry, point)) in (1..).zip(entries.iter().zip(&points)) {
@@ -201,7 +201,7 @@ fn an_impossible_latency_budget_is_met_by_no_point_and_the_closest_is_shown() {
     let table = report::table(&tuning);
     assert_eq!(table.matches("over p99 budget").count(), tuning.tried.len());
     let json: serde_json::Value =
-        serde_json::from_str(&report::json(&tuning, "ferry-load --tune", "sim").unwrap()).unwrap();
+        serde_json::from_str(&report::json(&tuning, "ferry-load tune", "sim").unwrap()).unwrap();
     assert!(json["best"].is_null());
     assert_eq!(json["closest"], closest + 1);
     assert_eq!(json["p99_budget_us"], 1.0);

@@ -1,6 +1,6 @@
-//! `--mode unkeyed` briefly, end to end: the binary runs all three unkeyed
-//! systems and each answers inputs and loses none; the binary refuses a
-//! per-key system in that mode with a message naming the right one; and
+//! `ferry-load unkeyed` briefly, end to end: the binary runs all three
+//! unkeyed systems and each answers inputs and loses none; the binary
+//! refuses a per-key system there with a message naming the right one; and
 //! under a store with a round trip, each system batches, never conflicts,
 //! and the store applied exactly the inputs answered with success.
 
@@ -33,7 +33,6 @@ fn json_path(name: &str) -> PathBuf {
 fn the_binary_runs_every_unkeyed_system_and_loses_nothing() {
     let json = json_path("unkeyed");
     let output = ferry_load(&[
-        "--mode",
         "unkeyed",
         "--duration",
         "300ms",
@@ -81,7 +80,7 @@ fn the_binary_runs_every_unkeyed_system_and_loses_nothing() {
 
 #[test]
 fn the_binary_refuses_a_per_key_system_in_unkeyed_mode() {
-    let output = ferry_load(&["--mode", "unkeyed", "--compare", "ferry"]);
+    let output = ferry_load(&["unkeyed", "--compare", "ferry"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(

@@ -1,4 +1,4 @@
-//! What a handover run found (`ferry-load --handover`), as the run fills
+//! What a handover run found (`ferry-load handover`), as the run fills
 //! it in, and as text: each move, the whole run, the read-back and the
 //! verdict.
 

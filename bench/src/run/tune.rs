@@ -1,4 +1,4 @@
-//! `--tune`: a search of ferry-trips' settings under one store and load:
+//! `ferry-load tune`: a search of ferry-trips' settings under one store and load:
 //! its shard count, its slots (trips in flight per shard,
 //! `max_trips_in_flight`) and its keys' batches per trip
 //! (`max_trip_batches`). Every point tried is one measured run
@@ -34,7 +34,7 @@
 //! The search itself is [`search`], over any way of measuring a point, so
 //! that its rules can be checked without a load; [`tune`] measures each
 //! point as a run of ferry-trips on a store, and [`run_cli`] is `ferry-load
-//! --tune`: progress, then what [`crate::report::tune`] shows: the table of
+//! tune`: progress, then what [`crate::report::tune`] shows: the table of
 //! every point, the verdict, `--json` and `--plot`.
 
 use std::io::{IsTerminal, Write as _};
@@ -171,7 +171,7 @@ pub fn tune(
     })
 }
 
-/// `ferry-load --tune`: the search of `plan` on `store` under `load`, with
+/// `ferry-load tune`: the search of `plan` on `store` under `load`, with
 /// live progress on stderr; then the header, the table of every point and
 /// the verdict on stdout, and the `json` and `plot` files if asked for.
 /// `heading` says what load it is. `Ok(false)` when a point failed its

@@ -21,7 +21,7 @@
 //!
 //! # Unkeyed batches
 //!
-//! A batch of the unkeyed systems (`--mode unkeyed`) has no key.
+//! A batch of the unkeyed systems (`ferry-load unkeyed`) has no key.
 //! [`SimStore::apply_unkeyed`] gives it the same two round trips as a keyed
 //! batch, a read of one stream's length and then an append of the batch's
 //! inputs to it, but the append is unconditional, so it cannot conflict:

@@ -1,5 +1,5 @@
 //! The systems `ferry-load` compares, behind one trait, all on the same
-//! [`Store`]. Per key (`--mode keyed`, [`SystemKind`]):
+//! [`Store`]. Per key (`ferry-load compare`, [`SystemKind`]):
 //!
 //! - [`ferry`]: this engine;
 //! - [`single_lock`]: the design Ferry grew from, ported: every lane in one
@@ -13,7 +13,7 @@
 //! connection each; the others share a [`Pool`](crate::store::Pool) of as
 //! many connections as ferry has shards at its largest shard count.
 //!
-//! Unkeyed (`--mode unkeyed`, [`UnkeyedKind`]), one stream with no key,
+//! Unkeyed (`ferry-load unkeyed`, [`UnkeyedKind`]), one stream with no key,
 //! many batches in flight at once:
 //!
 //! - [`batcher`]: this engine's [`ferry::Batcher`](::ferry::Batcher);
@@ -269,7 +269,8 @@ pub fn in_flags(message: &str) -> String {
         .replace("Runtime::Auto", "`--runtime auto`")
 }
 
-/// What `--mode` compares: per-key batching or one unkeyed stream.
+/// What a comparison runs: per-key batching (`ferry-load compare`) or one
+/// unkeyed stream (`ferry-load unkeyed`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Keying {
     /// Per-key systems ([`SystemKind`]), batches of one key each.
@@ -280,7 +281,7 @@ pub enum Keying {
 }
 
 impl Keying {
-    /// The name used by `--mode`.
+    /// Its name: `keyed` or `unkeyed`.
     pub fn name(self) -> &'static str {
         match self {
             Keying::Keyed => "keyed",
@@ -385,8 +386,8 @@ impl FromStr for SystemKind {
     }
 }
 
-/// The unkeyed systems by name, as `--compare` spells them with
-/// `--mode unkeyed`.
+/// The unkeyed systems by name, as `--compare` of `ferry-load unkeyed`
+/// spells them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnkeyedKind {
     /// This engine's [`ferry::Batcher`](::ferry::Batcher).
@@ -436,7 +437,7 @@ impl FromStr for UnkeyedKind {
                     Ok(SystemKind::SingleLock) => {
                         "; single-lock batches per key, its unkeyed form is `single-lock-fifo`"
                     }
-                    Ok(_) => "; it is compared with --mode keyed",
+                    Ok(_) => "; it is compared by `ferry-load compare`",
                     Err(_) => "",
                 };
                 format!(
@@ -494,7 +495,7 @@ mod tests {
         let ferry = "ferry".parse::<UnkeyedKind>().unwrap_err();
         assert!(ferry.contains("`batcher`"), "{ferry}");
         let unbatched = "unbatched".parse::<UnkeyedKind>().unwrap_err();
-        assert!(unbatched.contains("--mode keyed"), "{unbatched}");
+        assert!(unbatched.contains("ferry-load compare"), "{unbatched}");
         for keying in [Keying::Keyed, Keying::Unkeyed] {
             assert_eq!(keying.name().parse::<Keying>(), Ok(keying));
         }

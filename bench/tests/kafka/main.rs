@@ -1,4 +1,4 @@
-//! `ferry-load --source kafka` against a private Kafka broker (the one
+//! `ferry-load kafka` against a private Kafka broker (the one
 //! engine/tests/kafka starts, from the jars `.ci/kafka-jars` fetches) and
 //! a private PostgreSQL (as the real-store tests start it). Feature
 //! `kafka`.
@@ -37,7 +37,7 @@ const RECORDS: u64 = 20_000;
 /// The runs take turns: two at once would share two cores six ways.
 static ONE_RUN_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Runs `ferry-load --source kafka` with `extra`; answers its JSON.
+/// Runs `ferry-load kafka` with `extra`; answers its JSON.
 fn run(name: &str, extra: &[&str]) -> Value {
     let _turn = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let broker = broker::shared();
@@ -45,7 +45,7 @@ fn run(name: &str, extra: &[&str]) -> Value {
     let json = std::env::temp_dir().join(format!("ferry-kafka-{name}-{}.json", std::process::id()));
     let topic = format!("ferry-load-test-{name}-{}", std::process::id());
     let output = Command::new(env!("CARGO_BIN_EXE_ferry-load"))
-        .args(["--source", "kafka", "--kafka-bootstrap", &broker.bootstrap])
+        .args(["kafka", "--kafka-bootstrap", &broker.bootstrap])
         .args(["--store", &postgres.url, "--topic", &topic])
         .args([
             "--records",

@@ -113,11 +113,11 @@ pub fn the_unfenced_control_shows_the_double_application(server: &Private) {
     );
 }
 
-/// `ferry-load --handover` from the command line exits 0 and prints the
+/// `ferry-load handover` from the command line exits 0 and prints the
 /// verdict, and leaves nothing behind (`left_behind` must be false).
 pub fn the_command_line_passes_and_leaves_nothing(server: &Private, left_behind: fn(&str) -> bool) {
     let output = Command::new(env!("CARGO_BIN_EXE_ferry-load"))
-        .args(["--handover", "--store", &server.url])
+        .args(["handover", "--store", &server.url])
         .args([
             "--keys",
             "8",

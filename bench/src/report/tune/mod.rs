@@ -1,4 +1,4 @@
-//! What a `ferry-load --tune` search of ferry-trips' settings is and what it
+//! What a `ferry-load tune` search of ferry-trips' settings is and what it
 //! found, and how that is shown.
 //!
 //! The search varies three settings, each an [`Axis`]: the shard count, the
@@ -192,13 +192,13 @@ impl Plan {
         for axis in Axis::ALL {
             let values = grid.values_mut(axis);
             if values.is_empty() {
-                return Err(format!("--tune: no {} to try", axis.name()));
+                return Err(format!("tune: no {} to try", axis.name()));
             }
             values.push(start.get(axis));
             values.sort_unstable();
             values.dedup();
             if values[0] == 0 {
-                return Err(format!("--tune: {} must be at least 1", axis.name()));
+                return Err(format!("tune: {} must be at least 1", axis.name()));
             }
         }
         if max_points == 0 {

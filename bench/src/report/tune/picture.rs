@@ -77,7 +77,7 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 pub fn render_svg(heading: &str, tuning: &Tuning) -> Result<String, String> {
     let mut heading_lines = wrap(
         &format!(
-            "ferry-load --tune: ferry-trips by {SEARCH_NAME}, {} points",
+            "ferry-load tune: ferry-trips by {SEARCH_NAME}, {} points",
             tuning.tried.len()
         ),
         HEADING_LINE_CHARS,

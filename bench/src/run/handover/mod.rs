@@ -1,4 +1,4 @@
-//! The handover scenario (`ferry-load --handover`): keys moving between
+//! The handover scenario (`ferry-load handover`): keys moving between
 //! service instances that each embed Ferry, against a real store, with the
 //! fence of `docs/scale-out.md` and `formal/Handover.tla`, and a read-back
 //! that checks what the model checks.

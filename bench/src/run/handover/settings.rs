@@ -12,7 +12,7 @@ use crate::store::{Fence, StoreAddress};
 pub struct Settings {
     /// The store (PostgreSQL or Redis).
     pub store: StoreAddress,
-    /// The program run as each owner (this binary, `--handover-worker`).
+    /// The program run as each owner (this binary, `handover --handover-worker`).
     pub worker_program: PathBuf,
     /// Owners, each a process with its own engine.
     pub instances: usize,
@@ -65,6 +65,7 @@ pub fn describe(settings: &Settings) -> String {
 /// The command line of owner `index`.
 pub fn worker_args(settings: &Settings, index: usize) -> Vec<String> {
     let mut args = vec![
+        "handover".to_string(),
         format!("--handover-worker={index}"),
         format!("--store={}", store_url(&settings.store)),
         format!("--shards={}", settings.shards),

@@ -1,6 +1,6 @@
 //! One owner: a service instance embedding its own entity engine
 //! (`ferry::entity`, tokio shards, one store connection per shard), run as
-//! a process of its own (`ferry-load --handover-worker N`), told by the
+//! a process of its own (`ferry-load handover --handover-worker N`), told by the
 //! coordinator on stdin which keys it owns.
 //!
 //! For each key it is assigned, it submits a take ([`Step::Take`]: the
@@ -53,7 +53,7 @@ pub struct WorkerSettings {
 }
 
 /// Serves as an owner until told to stop (or stdin closes): the body of
-/// `ferry-load --handover-worker N`.
+/// `ferry-load handover --handover-worker N`.
 pub fn serve(settings: WorkerSettings) -> Result<(), String> {
     let engine = start_engine(&settings)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

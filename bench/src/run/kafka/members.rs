@@ -1,7 +1,7 @@
 //! The member processes of one system's run, as the parent holds them:
 //! started, listened to, one killed and replaced, stopped at the end, all
 //! through [`crate::base::children`]. ferry's and partition-serial's
-//! members are this program again (`--kafka-member N`), stopped by closing
+//! members are this program again (`kafka --kafka-member N`), stopped by closing
 //! their stdin; the parallel-consumer peer is `java -jar`, stopped by
 //! `SIGTERM`, and says one JSON line as it exits.
 
@@ -313,7 +313,7 @@ fn shortened(line: &str) -> &str {
 /// The command line of our member `index`.
 fn member_args(s: &MemberSettings, index: usize) -> Vec<String> {
     let mut args = vec![
-        "--source=kafka".to_owned(),
+        "kafka".to_owned(),
         format!("--kafka-member={index}"),
         format!("--kafka-system={}", s.system),
         format!("--kafka-bootstrap={}", s.bootstrap),

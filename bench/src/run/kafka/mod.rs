@@ -1,4 +1,4 @@
-//! `ferry-load --source kafka` (feature `kafka`), the run's side: the
+//! `ferry-load kafka` (feature `kafka`), the run's side: the
 //! topic filled once (by [`crate::sources::kafka::produce`]), then each
 //! system in turn, each with its own consumer group and fresh rows: its
 //! members started, one killed and replaced when [`KillAt`] comes, the

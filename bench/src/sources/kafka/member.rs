@@ -1,4 +1,4 @@
-//! A member process of a Kafka run (`ferry-load --kafka-member N`): one
+//! A member process of a Kafka run (`ferry-load kafka --kafka-member N`): one
 //! consumer of the group, ferry's ([`super::ferry_member`]) or the
 //! partition-serial one ([`super::serial_member`]), told to stop by its
 //! stdin closing. It says `ready`, then every [`PROGRESS_EVERY`] how many

@@ -1,4 +1,4 @@
-//! `ferry-load --source kafka` (feature `kafka`), the source's side: a
+//! `ferry-load kafka` (feature `kafka`), the source's side: a
 //! keyed Kafka topic filled, and the consumer-group members that consume
 //! it into PostgreSQL. The run that starts the members, kills one mid-run
 //! and judges the rows is [`crate::run::kafka`]; its figures are
@@ -15,10 +15,8 @@
 //! - [`member`]: a member process, which runs a [`consumer`]:
 //!   [`ferry_member`] (`ferry::kafka` and `ferry::entity`, the offset
 //!   fence in the fold) or [`serial_member`] (one record at a time per
-//!   partition); [`lines`]: what it says to the parent;
-//! - [`cli`]: the command line.
+//!   partition); [`lines`]: what it says to the parent.
 
-pub mod cli;
 pub mod consumer;
 pub mod ferry_member;
 pub mod lines;

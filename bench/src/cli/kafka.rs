@@ -1,10 +1,11 @@
-//! The command line of `ferry-load --source kafka`, and of the member
-//! processes it starts (`--kafka-member N`, hidden).
+//! `ferry-load kafka` (feature `kafka`): a Kafka topic consumed into
+//! PostgreSQL by a consumer group; and, hidden, one member of the group
+//! (`--kafka-member N`), which the run starts.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::Args;
 
 use crate::base::duration::parse_duration;
 use crate::report::kafka::{self as report, KafkaReport};
@@ -12,21 +13,20 @@ use crate::run::kafka::{run, KillAt, Settings};
 use crate::sources::dist::KeyDist;
 use crate::store::{Fence, StoreAddress};
 
-use super::consumer::MemberSettings;
-use super::member;
-use super::rows::{check_prefix, DEFAULT_PREFIX};
-use super::System;
+use crate::sources::kafka::consumer::MemberSettings;
+use crate::sources::kafka::member;
+use crate::sources::kafka::rows::{check_prefix, DEFAULT_PREFIX};
+use crate::sources::kafka::{now_us, System};
 
 /// What to say when there is no broker.
-const NO_BROKER: &str = "--source kafka needs a Kafka broker: --kafka-bootstrap 127.0.0.1:PORT. \
+const NO_BROKER: &str = "kafka needs a Kafka broker: --kafka-bootstrap 127.0.0.1:PORT. \
 A private one: `.ci/kafka-jars` fetches Apache Kafka's jars (needs Maven and Java 17+); format a \
 storage directory with `java -cp 'LIBS/*' kafka.tools.StorageTool format --cluster-id ID --config server.properties` \
 and start `java -cp 'LIBS/*' kafka.Kafka server.properties` (one KRaft node listening on 127.0.0.1; \
 engine/tests/kafka/broker.rs writes such a server.properties)";
 
-/// ferry-load --source kafka: a keyed topic consumed into PostgreSQL by a
-/// consumer group, each system in turn, one member killed mid-run, the
-/// rows read back.
+/// A keyed Kafka topic consumed into PostgreSQL by a consumer group, each
+/// system in turn, one member killed mid-run, the rows read back
 ///
 /// Makes a topic of --partitions partitions and fills it with --records
 /// records over --keys keys (each record's value: its key's sequence
@@ -38,13 +38,8 @@ engine/tests/kafka/broker.rs writes such a server.properties)";
 /// every record applied. Prints per system records/s, lag, rebalances,
 /// kills, and the verdict: lost, applied twice, out of order. Exits
 /// non-zero if ferry's verdict with the fence is not exact.
-#[derive(Debug, Parser)]
-#[command(name = "ferry-load --source kafka", max_term_width = 100)]
+#[derive(Clone, Debug, Args)]
 pub struct KafkaArgs {
-    /// Where the inputs come from: kafka
-    #[arg(long, value_name = "kafka")]
-    source: String,
-
     /// The Kafka broker(s), host:port[,host:port…]
     #[arg(long, value_name = "HOST:PORT")]
     kafka_bootstrap: Option<String>,
@@ -143,29 +138,25 @@ pub struct KafkaArgs {
     start_us: Option<i64>,
 }
 
-/// Runs `ferry-load --source kafka` (or a member); `Ok(false)`: ferry's
-/// fenced verdict failed.
-pub fn main(args: &KafkaArgs) -> Result<bool, String> {
-    args.check()?;
-    if let Some(index) = args.kafka_member {
-        return member::serve(&args.member(index)?).map(|()| true);
-    }
-    let settings = args.settings()?;
-    let mut report = run(&settings)?;
-    report.command = shown_command();
-    print!("{}", report::table(&report.systems));
-    write_json(args, &report)?;
-    Ok(!report.ferry_failed())
-}
-
 impl KafkaArgs {
-    fn check(&self) -> Result<(), String> {
-        if self.source != "kafka" {
-            return Err(format!(
-                "--source {}: the only source is kafka",
-                self.source
-            ));
+    /// Runs every system (or, with `--kafka-member`, one member);
+    /// `Ok(false)`: ferry's fenced verdict failed.
+    pub fn run(self) -> Result<bool, String> {
+        self.check()?;
+        if let Some(index) = self.kafka_member {
+            return member::serve(&self.member(index)?).map(|()| true);
         }
+        let settings = self.settings()?;
+        let mut report = run(&settings)?;
+        report.command = shown_command();
+        print!("{}", report::table(&report.systems));
+        write_json(&self, &report)?;
+        Ok(!report.ferry_failed())
+    }
+
+    /// Every count at least 1, the keys' names in reach, a system, and a
+    /// usable table prefix.
+    pub fn check(&self) -> Result<(), String> {
         if self.partitions < 1 || self.members < 1 || self.keys < 1 || self.records < 1 {
             return Err("--partitions, --members, --keys and --records must be at least 1".into());
         }
@@ -192,13 +183,11 @@ impl KafkaArgs {
     /// The PostgreSQL URL, and how to show it.
     fn store(&self) -> Result<(String, String), String> {
         let url = self.store.clone().ok_or(
-            "--source kafka writes its rows to PostgreSQL: --store postgres://USER@127.0.0.1:PORT/DB",
+            "kafka writes its rows to PostgreSQL: --store postgres://USER@127.0.0.1:PORT/DB",
         )?;
         match url.parse::<StoreAddress>() {
             Ok(address @ StoreAddress::Postgres(_)) => Ok((url, address.to_string())),
-            _ => Err(format!(
-                "--store {url}: --source kafka needs a postgres:// URL"
-            )),
+            _ => Err(format!("--store {url}: kafka needs a postgres:// URL")),
         }
     }
 
@@ -216,7 +205,7 @@ impl KafkaArgs {
         let topic = self
             .topic
             .clone()
-            .unwrap_or_else(|| format!("ferry-load-{}", super::now_us() / 1_000_000));
+            .unwrap_or_else(|| format!("ferry-load-{}", now_us() / 1_000_000));
         let mut systems = self.systems.clone();
         systems.dedup();
         Ok(Settings {
