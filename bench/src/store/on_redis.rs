@@ -36,9 +36,9 @@ use super::{
 pub const KEY_PREFIX: &str = "ferry-load:";
 
 /// The prefix of ferry's own systems, written through `ferry::entity`'s
-/// `RedisStore`: key `k` is the hash `ferry-load-entity:{k}` (fields
-/// `version`, `epoch`, `state`, the value as JSON). Deleted at each reset,
-/// read back beside the others.
+/// `RedisStore`: key `k` is the string `ferry-load-entity:{k}`, its row
+/// `{version}:{epoch}:{state}` (see [`entity_row`]), the value as JSON.
+/// Deleted at each reset, read back beside the others.
 pub const ENTITY_PREFIX: &str = "ferry-load-entity";
 
 /// The unkeyed stream's hash.
@@ -260,18 +260,19 @@ impl RedisStore {
             contents.sum = contents.sum.wrapping_add(value.unwrap_or(0));
         }
         let replies = self.each_entity_chunk("read back", |pipe, key| {
-            pipe.cmd("HMGET").arg(key).arg("version").arg("state");
+            pipe.cmd("GET").arg(key);
         })?;
         for reply in replies {
-            let (version, state): (Option<u64>, Option<String>) = redis::from_redis_value(reply)
+            let stored: Option<Vec<u8>> = redis::from_redis_value(reply)
                 .map_err(|err| format!("{}: reading ferry's keys back: {err}", self.shown))?;
-            let value: u64 = match state {
-                Some(text) => text.parse().map_err(|err| {
-                    format!("{}: a state `{text}` is not a value: {err}", self.shown)
-                })?,
-                None => 0,
-            };
-            contents.inputs += version.unwrap_or(0);
+            let Some(stored) = stored else { continue };
+            let (version, state) =
+                entity_row(&stored).map_err(|why| format!("{}: {why}", self.shown))?;
+            let text = String::from_utf8_lossy(state);
+            let value: u64 = text
+                .parse()
+                .map_err(|err| format!("{}: a state `{text}` is not a value: {err}", self.shown))?;
+            contents.inputs += version;
             contents.sum = contents.sum.wrapping_add(value);
         }
         Ok(contents)
@@ -359,6 +360,27 @@ impl RedisStore {
             .block_on(redis::cmd("INFO").arg("cpu").query_async(connection))
             .ok()?;
         cpu_seconds(&info).map(Duration::from_secs_f64)
+    }
+}
+
+/// The version and the state of a row as `ferry::entity`'s `RedisStore`
+/// stores it: `{version}:{epoch}:` (decimal), then the state's bytes.
+pub fn entity_row(stored: &[u8]) -> Result<(u64, &[u8]), String> {
+    let not_a_row = || {
+        format!(
+            "`{}` is not an entity row (version:epoch:state)",
+            String::from_utf8_lossy(&stored[..stored.len().min(48)])
+        )
+    };
+    let mut parts = stored.splitn(3, |&byte| byte == b':');
+    let (Some(version), Some(epoch), Some(state)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(not_a_row());
+    };
+    let number = |digits: &[u8]| std::str::from_utf8(digits).ok()?.parse::<u64>().ok();
+    match (number(version), number(epoch)) {
+        (Some(version), Some(_)) => Ok((version, state)),
+        _ => Err(not_a_row()),
     }
 }
 

@@ -13,14 +13,18 @@
 //!   than 999;
 //! - the writes of one request are judged each alone, in order (a key
 //!   given twice is judged the second time on what the first did);
+//! - 2 500 keys go in one write, one append and one read, each judged
+//!   on its own;
 //! - appended events are read back in order from the key's list, the head
 //!   moving to the log's length; a conflicting or stale append pushes
 //!   nothing; one request mixes appends that land and that do not; 2 500
 //!   events go in one append;
-//! - u64 and String keys name the hashes `{prefix}:{key}`, and two
+//! - a key's row is the string `{prefix}:{key}`, `{version}:{epoch}:`
+//!   and the state; u64 and String keys name the same rows, and two
 //!   prefixes do not see each other's keys;
-//! - a key of the wrong type is refused, and the request it was in changed
-//!   nothing at all, and the connection goes on;
+//! - a key of another type, or a string that is not a row, is refused,
+//!   read or written, and the request it was in changed nothing at all,
+//!   and the connection goes on;
 //! - a connection killed on the server (`CLIENT KILL`) fails its next
 //!   read as broken and its next write as broken or lost, never refused;
 //!   connecting again serves;
@@ -50,8 +54,9 @@ fn entity_redis_store_on_a_private_server() {
         a_write_lands_only_on_its_condition(url, &mut admin).await;
         large_numbers_are_compared_exactly(url).await;
         one_request_judges_each_write_alone(url).await;
+        many_keys_go_in_one_request(url).await;
         appends_are_read_back_in_order(url, &mut admin).await;
-        u64_and_string_keys_name_their_hashes(url, &mut admin).await;
+        u64_and_string_keys_name_their_rows(url, &mut admin).await;
         a_wrong_type_is_refused_and_changes_nothing(url, &mut admin).await;
         a_killed_connection_is_broken_or_lost(url, &mut admin).await;
     });
@@ -107,21 +112,12 @@ async fn a_write_lands_only_on_its_condition(url: &str, admin: &mut MultiplexedC
         assert_eq!(shard.write(&[write]).await, Ok(vec![lands]), "step {at}");
     }
     assert_eq!(shard.read(&[&10]).await.unwrap(), vec![row(7, 5, b"four")]);
-    let raw: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
+    let raw: Vec<u8> = redis::cmd("GET")
         .arg("single:10")
         .query_async(admin)
         .await
         .unwrap();
-    let mut raw = raw;
-    raw.sort();
-    assert_eq!(
-        raw,
-        vec![
-            ("epoch".into(), b"5".to_vec()),
-            ("state".into(), b"four".to_vec()),
-            ("version".into(), b"7".to_vec()),
-        ]
-    );
+    assert_eq!(raw, b"7:5:four".to_vec());
 }
 
 async fn large_numbers_are_compared_exactly(url: &str) {
@@ -202,6 +198,66 @@ async fn one_request_judges_each_write_alone(url: &str) {
     );
 }
 
+async fn many_keys_go_in_one_request(url: &str) {
+    let rows = shard::<u64>(url, "many").await;
+    let keys: Vec<u64> = (0..2_500).collect();
+    let all: Vec<&u64> = keys.iter().collect();
+    // Every third key written before: the request's write of it, expecting
+    // version 0, does not land.
+    let before: Vec<Write<'_, u64>> = keys
+        .iter()
+        .filter(|key| *key % 3 == 0)
+        .map(|key| Write {
+            key,
+            expected: 0,
+            version: 5,
+            epoch: 1,
+            state: b"before",
+        })
+        .collect();
+    assert_eq!(rows.write(&before).await, Ok(vec![true; before.len()]));
+    let writes: Vec<Write<'_, u64>> = keys
+        .iter()
+        .map(|key| Write {
+            key,
+            expected: 0,
+            version: 1,
+            epoch: 1,
+            state: b"now",
+        })
+        .collect();
+    let landed = rows.write(&writes).await.unwrap();
+    assert_eq!(
+        landed,
+        keys.iter().map(|key| key % 3 != 0).collect::<Vec<_>>()
+    );
+    let read = rows.read(&all).await.unwrap();
+    for (key, row) in keys.iter().zip(&read) {
+        let expected = if key % 3 == 0 {
+            self::row(5, 1, b"before")
+        } else {
+            self::row(1, 1, b"now")
+        };
+        assert_eq!(row, &expected, "key {key}");
+    }
+    // As many logs in one append.
+    let logs = shard::<u64>(url, "many-logs").await;
+    let events = [b"e".to_vec()];
+    let appends: Vec<Append<'_, u64>> = keys
+        .iter()
+        .map(|key| Append {
+            tag: b"t",
+            key,
+            expected: 0,
+            epoch: 1,
+            events: &events,
+        })
+        .collect();
+    assert_eq!(logs.append(&appends).await, Ok(vec![true; keys.len()]));
+    assert_eq!(logs.append(&appends).await, Ok(vec![false; keys.len()]));
+    assert_eq!(logs.read(&all).await.unwrap(), vec![head(1, 1); keys.len()]);
+}
+
 async fn appends_are_read_back_in_order(url: &str, admin: &mut MultiplexedConnection) {
     let shard = shard::<u64>(url, "logs").await;
     let events = |texts: &[&str]| -> Vec<Vec<u8>> {
@@ -263,7 +319,7 @@ async fn appends_are_read_back_in_order(url: &str, admin: &mut MultiplexedConnec
     assert_eq!(shard.read(&[&7]).await.unwrap(), vec![head(2_500, 1)]);
 }
 
-async fn u64_and_string_keys_name_their_hashes(url: &str, admin: &mut MultiplexedConnection) {
+async fn u64_and_string_keys_name_their_rows(url: &str, admin: &mut MultiplexedConnection) {
     let numbers = shard::<u64>(url, "kinds").await;
     let texts = shard::<String>(url, "kinds").await;
     let (number, text) = (42_u64, String::from("cart 1"));
@@ -302,8 +358,12 @@ async fn u64_and_string_keys_name_their_hashes(url: &str, admin: &mut Multiplexe
 
 async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut MultiplexedConnection) {
     let shard = shard::<u64>(url, "typed").await;
+    // Key 9 holds a hash, key 10 a string that is not a row, and key 7's
+    // list a string.
     let _: () = redis::pipe()
-        .set("typed:9", "a string")
+        .hset("typed:9", "version", "0")
+        .ignore()
+        .set("typed:10", "a string")
         .ignore()
         .set("typed:7:events", "not a list")
         .ignore()
@@ -319,15 +379,18 @@ async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut Mult
     };
     // Key 8 comes first and would land: the refusal undoes nothing,
     // because nothing was changed.
-    let refused = shard.write(&[write(&8), write(&9)]).await;
-    assert!(
-        matches!(refused, Err(StoreError::Refused(_))),
-        "{refused:?}"
-    );
-    assert!(matches!(
-        shard.read(&[&8, &9]).await,
-        Err(StoreError::Refused(_))
-    ));
+    for wrong in [&9, &10] {
+        let refused = shard.write(&[write(&8), write(wrong)]).await;
+        assert!(
+            matches!(&refused, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
+            "key {wrong}: {refused:?}"
+        );
+        let read = shard.read(&[&8, wrong]).await;
+        assert!(
+            matches!(&read, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
+            "key {wrong}: {read:?}"
+        );
+    }
     let events = [b"e".to_vec()];
     let append = |key: &'static u64| Append {
         tag: b"t",
@@ -336,11 +399,13 @@ async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut Mult
         epoch: 1,
         events: &events,
     };
-    let refused = shard.append(&[append(&6), append(&7)]).await;
-    assert!(
-        matches!(&refused, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
-        "{refused:?}"
-    );
+    for wrong in [&7, &9, &10] {
+        let refused = shard.append(&[append(&6), append(wrong)]).await;
+        assert!(
+            matches!(&refused, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
+            "key {wrong}: {refused:?}"
+        );
+    }
     let left: (bool, bool, bool) = redis::pipe()
         .exists("typed:8")
         .exists("typed:6")
@@ -352,6 +417,10 @@ async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut Mult
     // The connection goes on.
     assert_eq!(shard.write(&[write(&8)]).await, Ok(vec![true]));
     assert_eq!(shard.append(&[append(&6)]).await, Ok(vec![true]));
+    assert_eq!(
+        shard.read(&[&8, &6]).await.unwrap(),
+        vec![row(1, 1, b"s"), head(1, 1)]
+    );
 }
 
 async fn a_killed_connection_is_broken_or_lost(url: &str, admin: &mut MultiplexedConnection) {

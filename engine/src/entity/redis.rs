@@ -5,10 +5,12 @@
 //!
 //! A store of prefix `p` keeps, for a key `k` (its `Display` text):
 //!
-//! - the hash `p:k`, fields `version` and `epoch` (decimal text) and
-//!   `state` (the encoded state, bytes as given). A log's hash (its head)
-//!   keeps its last append's tag as its `state`; its version is the log's
-//!   length;
+//! - the string `p:k`, its row: `{version}:{epoch}:` (both decimal, without
+//!   leading zeros) followed by the encoded state, bytes as given; key 7 at
+//!   version 12 under epoch 3 with state `{"n":5}` is `p:7` =
+//!   `12:3:{"n":5}`. One value per key, so that many keys are read with
+//!   one `MGET` and written with one `MSET`. A log's row (its head) keeps
+//!   its last append's tag as its state; its version is the log's length;
 //! - for a log, the list `p:k:events`: the event of sequence `s` at index
 //!   `s - 1`, so the list is as long as the head's version. A list rather
 //!   than a hash of sequences: a log's events are dense, only ever added
@@ -16,23 +18,31 @@
 //!   `LRANGE` do, without a field name stored per event.
 //!
 //! A key whose text ends in `:events` names the same Redis key as another
-//! key's log (`a:events` is the hash of key `a:events` and the list of key
-//! `a`). They cannot be mixed up: one is a hash and one is a list, so the
-//! second to be used is refused (`WRONGTYPE`), with nothing changed.
+//! key's log (`a:events` is the row of key `a:events` and the list of key
+//! `a`). They cannot be mixed up: one is a string and one is a list, so
+//! the second to be used is refused (`WRONGTYPE`), with nothing changed.
+//! So is a key that holds anything else than a row: a value of another
+//! type, or a string without the row's header.
 //!
 //! # Requests
 //!
-//! - a read is one pipeline of an `HMGET` per key (one round trip);
+//! - a read is one `MULTI`/`EXEC` of an `MGET` of every key and an
+//!   `EXISTS` of them all: a key `MGET` finds no string for, yet `EXISTS`
+//!   counts, holds another type (one round trip);
 //! - a write, and an append, is one `EVALSHA` of a Lua script (the
 //!   `redis::Script` type sends the script itself if the server has lost
-//!   it). Redis runs a script alone, so each is atomic. A script first
-//!   *looks* at every key it was given, then *judges* them in order, each
-//!   on its own condition (see [`store`](super::store)), changing the
-//!   ones that land. Errors (such as `WRONGTYPE`) can only arise while
-//!   looking: a script that fails has changed nothing (Redis does not
-//!   undo a script's changes, so this order is what makes a refusal
-//!   clean).
+//!   it). Redis runs a script alone, so each is atomic. A script *looks*
+//!   at every key it was given (one `MGET`), *judges* them in order, each
+//!   on its own condition (see [`store`](super::store)), and only then
+//!   *changes* the ones that land (one `MSET` of the rows, an `RPUSH` per
+//!   log). Errors (such as `WRONGTYPE`) can only arise before the changes:
+//!   a script that fails has changed nothing (Redis does not undo a
+//!   script's changes, so this order is what makes a refusal clean).
 //!
+//! A write's condition travels as the header it expects, `{expected}:
+//! {epoch}:`, and its new row whole, header and state, as built here: a
+//! row that starts with the condition (the same version, the same epoch)
+//! lands on a comparison of bytes, without the row being taken apart.
 //! Numbers never become Lua numbers (doubles, exact only up to 2^53):
 //! versions are compared as the decimal text this module wrote, epochs by
 //! length and then by text (which orders decimals without leading zeros),
@@ -42,7 +52,8 @@
 //!
 //! - an error the server answers (a script's error, `WRONGTYPE`, `NOPERM`,
 //!   `LOADING`…) is [`StoreError::Refused`]: nothing was changed and the
-//!   connection goes on;
+//!   connection goes on; so is a read that finds a key holding something
+//!   else than a row;
 //! - a connection that fails (an I/O error, the server closing it) or a
 //!   request unanswered within 5 seconds is [`StoreError::Broken`] for a
 //!   read, and [`StoreError::Lost`] for a write or an append: the
@@ -72,86 +83,177 @@ const EVENTS_SUFFIX: &str = ":events";
 /// The URL schemes taken: TCP, and a Unix socket.
 const SCHEMES: [&str; 2] = ["redis://", "redis+unix://"];
 
-/// The Lua function both scripts judge epochs with: whether decimal text
-/// `a` is at most decimal text `b`, both without leading zeros.
-macro_rules! lua_at_most {
+/// What both scripts share: the judge of a condition, and the looks and
+/// changes of many keys at once (1000 arguments per command: Lua's
+/// `unpack` cannot spread many thousands of values at once).
+///
+/// - `at_most(a, b)`: whether decimal text `a` is at most decimal text
+///   `b`, both without leading zeros;
+/// - `look(first, last)`: the values of `KEYS[first..=last]`, in order
+///   (`false` where `MGET` finds no string);
+/// - `lands(row, condition)`: whether a change on `condition`
+///   (`expected:epoch:`) lands on `row` (`false` for none); `nil` if `row`
+///   is not a row;
+/// - `taken(keys)`: the first of `keys` that holds a value, or `nil` (for
+///   keys `MGET` found no string for: one that holds a value holds
+///   another type);
+/// - `set_all(sets)`: sets the rows `sets` holds, as `MSET` takes them.
+macro_rules! lua_prelude {
     () => {
         r"
+local sub, find, unpack, min = string.sub, string.find, unpack, math.min
+
 local function at_most(a, b)
   if #a ~= #b then
     return #a < #b
   end
   return a <= b
 end
+
+local function look(first, last)
+  if last - first < 1000 then
+    return redis.call('MGET', unpack(KEYS, first, last))
+  end
+  local held = {}
+  for from = first, last, 1000 do
+    local part = redis.call('MGET', unpack(KEYS, from, min(from + 999, last)))
+    for at = 1, #part do
+      held[#held + 1] = part[at]
+    end
+  end
+  return held
+end
+
+local function lands(row, condition)
+  if not row then
+    return sub(condition, 1, 2) == '0:'
+  end
+  if sub(row, 1, #condition) == condition then
+    return true
+  end
+  local _, _, version, epoch = find(row, '^(%d+):(%d+):')
+  if not version then
+    return nil
+  end
+  local _, _, expected, mine = find(condition, '^(%d+):(%d+):')
+  return version == expected and at_most(epoch, mine)
+end
+
+local function taken(keys)
+  for from = 1, #keys, 1000 do
+    local last = min(from + 999, #keys)
+    if redis.call('EXISTS', unpack(keys, from, last)) > 0 then
+      for at = from, last do
+        if redis.call('EXISTS', keys[at]) == 1 then
+          return keys[at]
+        end
+      end
+    end
+  end
+  return nil
+end
+
+local function set_all(sets)
+  for from = 1, #sets, 1000 do
+    redis.call('MSET', unpack(sets, from, min(from + 999, #sets)))
+  end
+end
 "
     };
 }
 
-/// The write of many keys. `KEYS[i]`: the i-th key's hash; `ARGV[4i-3]`
-/// to `ARGV[4i]`: its expected version, new version, epoch and state.
-/// Answers 1 (landed) or 0 per key, in order. `seen` holds each hash's
-/// version and epoch as the judging goes, so a key given twice is judged
-/// the second time on what the first did.
+/// The write of many keys. `KEYS[i]`: the i-th key's row; `ARGV[2i-1]`
+/// and `ARGV[2i]`: its condition (`expected:epoch:`) and its new row.
+/// Answers 1 (landed) or 0 per key, in order. `written` holds the rows set
+/// so far, so a key given twice is judged the second time on what the
+/// first did (and `MSET` keeps the last of a key's rows).
 const WRITE_SCRIPT: &str = concat!(
-    lua_at_most!(),
+    lua_prelude!(),
     r"
-local seen = {}
-for _, key in ipairs(KEYS) do
-  local held = redis.call('HMGET', key, 'version', 'epoch')
-  seen[key] = { held[1] or '0', held[2] or '0' }
-end
-local landed = {}
-for i, key in ipairs(KEYS) do
-  local at = 4 * (i - 1)
-  local expected, version, epoch = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-  local row = seen[key]
-  if row[1] == expected and at_most(row[2], epoch) then
-    redis.call('HSET', key, 'version', version, 'epoch', epoch, 'state', ARGV[at + 4])
-    seen[key] = { version, epoch }
+local count = #KEYS
+local held = look(1, count)
+local written, sets, absent, landed = {}, {}, {}, {}
+for i = 1, count do
+  local key, condition = KEYS[i], ARGV[2 * i - 1]
+  local row = written[key] or held[i]
+  local verdict = lands(row, condition)
+  if verdict == nil then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a string that is not a row')
+  end
+  if not row then
+    absent[#absent + 1] = key
+  end
+  if verdict then
+    local new = ARGV[2 * i]
+    sets[#sets + 1] = key
+    sets[#sets + 1] = new
+    written[key] = new
     landed[i] = 1
   else
     landed[i] = 0
   end
 end
+local other = taken(absent)
+if other then
+  return redis.error_reply('WRONGTYPE ' .. other .. ' holds another type than a row')
+end
+set_all(sets)
 return landed
 "
 );
 
-/// The append to many logs. `KEYS[2i-1]` and `KEYS[2i]`: the i-th key's
-/// head and list. `ARGV`, per key in order: its expected version, new
-/// version, epoch, event count `n`, then its `n` events. Answers 1 or 0
-/// per key, in order. Events are pushed 1000 at a time: Lua's `unpack`
-/// cannot spread many thousands of values at once.
+/// The append to many logs, `n` of them. `KEYS[i]` and `KEYS[n + i]`: the
+/// i-th key's head and list. `ARGV`, per key in order: its condition
+/// (`expected:epoch:`), its new head (`version:epoch:tag`), event count
+/// `c`, then its `c` events. Answers 1 or 0 per key, in order. The
+/// verdicts come first, the pushes after, once nothing can fail.
 const APPEND_SCRIPT: &str = concat!(
-    lua_at_most!(),
+    lua_prelude!(),
     r"
-local seen = {}
-for i = 1, #KEYS, 2 do
-  local held = redis.call('HMGET', KEYS[i], 'version', 'epoch')
-  local kind = redis.call('TYPE', KEYS[i + 1])['ok']
+local count = #KEYS / 2
+local held = look(1, count)
+for i = count + 1, 2 * count do
+  local kind = redis.call('TYPE', KEYS[i])['ok']
   if kind ~= 'list' and kind ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. KEYS[i + 1] .. ' is a ' .. kind .. ', not a list of events')
+    return redis.error_reply('WRONGTYPE ' .. KEYS[i] .. ' is a ' .. kind .. ', not a list of events')
   end
-  seen[KEYS[i]] = { held[1] or '0', held[2] or '0' }
 end
-local landed, at = {}, 0
-for i = 1, #KEYS, 2 do
-  local head, events = KEYS[i], KEYS[i + 1]
-  local expected, version, epoch = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
-  local first, last = at + 5, at + 4 + tonumber(ARGV[at + 4])
-  local row = seen[head]
-  if row[1] == expected and at_most(row[2], epoch) then
-    for from = first, last, 1000 do
-      redis.call('RPUSH', events, unpack(ARGV, from, math.min(from + 999, last)))
-    end
-    redis.call('HSET', head, 'version', version, 'epoch', epoch, 'state', ARGV[last + 1])
-    seen[head] = { version, epoch }
-    landed[#landed + 1] = 1
+local written, sets, absent, landed, at = {}, {}, {}, {}, 0
+for i = 1, count do
+  local key, condition = KEYS[i], ARGV[at + 1]
+  local row = written[key] or held[i]
+  local verdict = lands(row, condition)
+  if verdict == nil then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a string that is not a row')
+  end
+  if not row then
+    absent[#absent + 1] = key
+  end
+  if verdict then
+    sets[#sets + 1] = key
+    sets[#sets + 1] = ARGV[at + 2]
+    written[key] = ARGV[at + 2]
+    landed[i] = 1
   else
-    landed[#landed + 1] = 0
+    landed[i] = 0
   end
-  at = last + 1
+  at = at + 3 + tonumber(ARGV[at + 3])
 end
+local other = taken(absent)
+if other then
+  return redis.error_reply('WRONGTYPE ' .. other .. ' holds another type than a row')
+end
+at = 0
+for i = 1, count do
+  local first, last = at + 4, at + 3 + tonumber(ARGV[at + 3])
+  if landed[i] == 1 then
+    for from = first, last, 1000 do
+      redis.call('RPUSH', KEYS[count + i], unpack(ARGV, from, min(from + 999, last)))
+    end
+  end
+  at = last
+end
+set_all(sets)
 return landed
 "
 );
@@ -169,7 +271,7 @@ return landed
 /// # async fn run() -> Result<(), StoreError> {
 /// let store = RedisStore::new("redis://localhost:6379", "accounts")?;
 /// let connection = Store::<u64>::connect(&store).await?;
-/// // Key 7 is the hash `accounts:7`.
+/// // Key 7 is the string `accounts:7`: `1:1:{}`.
 /// let write = Write { key: &7, expected: 0, version: 1, epoch: 1, state: b"{}" };
 /// assert_eq!(connection.write(&[write]).await?, vec![true]);
 /// assert_eq!(connection.read(&[&7]).await?[0].version, 1);
@@ -259,7 +361,7 @@ impl RedisStore {
         })
     }
 
-    /// The name of `key`'s hash: `{prefix}:{key}`.
+    /// The name of `key`'s row: `{prefix}:{key}`.
     fn head(&self, key: &impl fmt::Display) -> String {
         format!("{}:{key}", self.prefix)
     }
@@ -384,34 +486,43 @@ enum Request {
 }
 
 impl<K: fmt::Display> Connection<K> for RedisConnection {
-    /// One pipeline of an `HMGET` per key.
+    /// One `MULTI`/`EXEC` of an `MGET` and an `EXISTS` of every key.
     async fn read(&self, keys: &[&K]) -> Result<Vec<Row>, StoreError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let doing = format!("reading {} keys", keys.len());
         self.usable(&doing)?;
+        // Phase 1: the values, and how many of the keys hold one.
+        let names: Vec<String> = keys.iter().map(|key| self.store.head(key)).collect();
         let mut pipe = ::redis::pipe();
-        for key in keys {
-            pipe.cmd("HMGET")
-                .arg(self.store.head(key))
-                .arg("version")
-                .arg("epoch")
-                .arg("state");
-        }
-        type Held = (Option<u64>, Option<u64>, Option<Vec<u8>>);
-        let held: Vec<Held> = pipe
+        pipe.atomic()
+            .cmd("MGET")
+            .arg(&names)
+            .cmd("EXISTS")
+            .arg(&names);
+        let (values, held): (Vec<Option<Vec<u8>>>, usize) = pipe
             .query_async(&mut self.connection.clone())
             .await
             .map_err(|err| self.fail(&err, Request::Read, &doing))?;
-        Ok(held
-            .into_iter()
-            .map(|(version, epoch, state)| Row {
-                version: version.unwrap_or(0),
-                epoch: epoch.unwrap_or(0),
-                state,
-            })
-            .collect())
+        // Phase 2: every value a row, and no key of another type.
+        let refused =
+            |why: String| StoreError::Refused(format!("{}: {doing}: {why}", self.store.shown));
+        if values.len() != names.len() {
+            return Err(refused(format!("MGET answered {} values", values.len())));
+        }
+        let strings = values.iter().filter(|value| value.is_some()).count();
+        if strings != held {
+            return Err(refused(format!(
+                "WRONGTYPE {} of the keys hold another type than a row",
+                held.abs_diff(strings)
+            )));
+        }
+        names
+            .iter()
+            .zip(values)
+            .map(|(name, value)| decode(value).map_err(|why| refused(format!("{name}: {why}"))))
+            .collect()
     }
 
     /// One run of the write script.
@@ -425,10 +536,8 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         for write in writes {
             invocation
                 .key(self.store.head(write.key))
-                .arg(write.expected)
-                .arg(write.version)
-                .arg(write.epoch)
-                .arg(write.state);
+                .arg(condition(write.expected, write.epoch))
+                .arg(encode(write.version, write.epoch, write.state));
         }
         let landed = invocation
             .invoke_async(&mut self.connection.clone())
@@ -446,18 +555,20 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         self.usable(&doing)?;
         let mut invocation = self.store.append.prepare_invoke();
         for append in appends {
+            invocation.key(self.store.head(append.key));
+        }
+        for append in appends {
+            invocation.key(self.store.events(append.key));
+        }
+        for append in appends {
             let version = moved_to(append)?;
             invocation
-                .key(self.store.head(append.key))
-                .key(self.store.events(append.key))
-                .arg(append.expected)
-                .arg(version)
-                .arg(append.epoch)
+                .arg(condition(append.expected, append.epoch))
+                .arg(encode(version, append.epoch, append.tag))
                 .arg(append.events.len());
             for event in append.events {
                 invocation.arg(event.as_slice());
             }
-            invocation.arg(append.tag);
         }
         let landed = invocation
             .invoke_async(&mut self.connection.clone())
@@ -506,6 +617,61 @@ impl RedisConnection {
     }
 }
 
+/// A change's condition as the scripts take it: the header of the row it
+/// expects, `{expected}:{epoch}:`.
+fn condition(expected: u64, epoch: u64) -> String {
+    format!("{expected}:{epoch}:")
+}
+
+/// A row as stored: `{version}:{epoch}:` and the state's bytes.
+fn encode(version: u64, epoch: u64, state: &[u8]) -> Vec<u8> {
+    let mut row = Vec::with_capacity(state.len() + 42);
+    row.extend_from_slice(format!("{version}:{epoch}:").as_bytes());
+    row.extend_from_slice(state);
+    row
+}
+
+/// The row of a key's value (`None`: the key holds none), or why the
+/// value is not a row.
+fn decode(value: Option<Vec<u8>>) -> Result<Row, String> {
+    let Some(mut value) = value else {
+        return Ok(Row::default());
+    };
+    let (version, epoch, header) = header(&value).ok_or_else(|| {
+        let shown = String::from_utf8_lossy(&value[..value.len().min(48)]).into_owned();
+        format!("WRONGTYPE the string {shown:?} is not a row (version:epoch:state)")
+    })?;
+    value.drain(..header);
+    Ok(Row {
+        version,
+        epoch,
+        state: Some(value),
+    })
+}
+
+/// A row's version and epoch, and the length of its header
+/// `{version}:{epoch}:`; `None` if `value` does not start with one.
+fn header(value: &[u8]) -> Option<(u64, u64, usize)> {
+    let (version, taken) = number(value)?;
+    let (epoch, more) = number(&value[taken..])?;
+    Some((version, epoch, taken + more))
+}
+
+/// The decimal number (no leading zeros, at most `u64::MAX`) that starts
+/// `bytes`, ended by `:`, and the bytes it takes with its colon.
+fn number(bytes: &[u8]) -> Option<(u64, usize)> {
+    // u64::MAX has 20 digits.
+    let colon = bytes.iter().take(21).position(|&byte| byte == b':')?;
+    let digits = &bytes[..colon];
+    let plain =
+        digits.iter().all(u8::is_ascii_digit) && (digits == b"0" || !digits.starts_with(b"0"));
+    if digits.is_empty() || !plain {
+        return None;
+    }
+    let number = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some((number, colon + 1))
+}
+
 /// The version an append moves its log to: `expected` plus its events;
 /// `Refused` (nothing sent) past `u64::MAX`.
 fn moved_to<K: fmt::Display>(append: &Append<'_, K>) -> Result<u64, StoreError> {
@@ -550,7 +716,7 @@ fn connect_hint(err: &RedisError) -> &'static str {
     let auth = err.kind() == ErrorKind::AuthenticationFailed
         || matches!(err.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"));
     if auth {
-        "check the user and password in the URL, and that the user may run EVALSHA, SCRIPT, HMGET, HSET, TYPE and RPUSH"
+        "check the user and password in the URL, and that the user may run EVALSHA, SCRIPT, MULTI, EXEC, MGET, EXISTS, MSET, TYPE and RPUSH"
     } else if err.is_timeout() {
         "no answer within 5 seconds: is the host reachable, and the server not stalled?"
     } else {
@@ -721,11 +887,49 @@ mod tests {
     }
 
     #[test]
-    fn scripts_share_the_epoch_judge() {
+    fn scripts_share_the_judge() {
         for script in [WRITE_SCRIPT, APPEND_SCRIPT] {
-            assert!(script.contains("local function at_most(a, b)"));
-            assert!(script.contains("at_most(row[2], epoch)"));
+            assert!(script.contains("local function lands(row, condition)"));
+            assert!(script.contains("at_most(epoch, mine)"));
+            assert!(script.contains("local verdict = lands(row, condition)"));
         }
+    }
+
+    #[test]
+    fn rows_are_a_header_and_the_state() {
+        assert_eq!(encode(12, 3, br#"{"n":5}"#), br#"12:3:{"n":5}"#.to_vec());
+        assert_eq!(condition(0, 7), "0:7:");
+        let row = |version, epoch, state: &[u8]| Row {
+            version,
+            epoch,
+            state: Some(state.to_vec()),
+        };
+        assert_eq!(decode(None), Ok(Row::default()));
+        for (version, epoch, state) in [
+            (0, 0, &b""[..]),
+            (12, 3, b"a:b:c"),
+            (u64::MAX, u64::MAX, b"\0\xff"),
+        ] {
+            let stored = encode(version, epoch, state);
+            assert_eq!(decode(Some(stored)), Ok(row(version, epoch, state)));
+        }
+    }
+
+    #[test]
+    fn strings_without_the_header_are_not_rows() {
+        let too_large = format!("{}0:1:s", u64::MAX);
+        for value in [
+            "", "a string", "1:", "1:2", ":1:s", "1::s", "01:1:s", "1:00:s", "-1:1:s", "1:x:s",
+            &too_large,
+        ] {
+            let why = decode(Some(value.as_bytes().to_vec())).expect_err(value);
+            assert!(
+                why.contains("WRONGTYPE") && why.contains("not a row"),
+                "{value}: {why}"
+            );
+        }
+        assert_eq!(header(b"0:0:"), Some((0, 0, 4)));
+        assert_eq!(header(b"18446744073709551615:1:"), Some((u64::MAX, 1, 23)));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!   them, holds the partition map and moves keys, talking to them in
 //!   lines ([`protocol`]).
 //! - The owners write only through the library: `PostgresStore` (table
-//!   `ferry_handover`) or `RedisStore` (hashes `ferry-handover:{k}`), see
+//!   `ferry_handover`) or `RedisStore` (rows `ferry-handover:{k}`), see
 //!   [`rows`]. Each key's state ([`fold::KeyState`], JSON) holds its
 //!   `owner_epoch`, its `last_seq` and the seqs applied, in order; the
 //!   library keeps its version beside it and writes each key on the

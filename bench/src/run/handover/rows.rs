@@ -10,9 +10,9 @@
 //!
 //! | | PostgreSQL | Redis |
 //! | --- | --- | --- |
-//! | the keys | table `ferry_handover (key, version, epoch, state bytea)`, made by the library (with `ferry_handover_events`, unused) | hash `ferry-handover:{k}`, fields `version`, `epoch`, `state` |
-//! | before and after a run | both tables dropped | the hashes of keys `0..keys` deleted |
-//! | read-back | `SELECT key, version, state` | `HMGET version state` per key, one pipeline |
+//! | the keys | table `ferry_handover (key, version, epoch, state bytea)`, made by the library (with `ferry_handover_events`, unused) | string `ferry-handover:{k}`, the row `{version}:{epoch}:{state}` |
+//! | before and after a run | both tables dropped | the rows of keys `0..keys` deleted |
+//! | read-back | `SELECT key, version, state` | `GET` per key, one pipeline |
 
 use ferry::entity::{Entities, Options, PostgresStore, RedisStore};
 use ferry::{Builder, StartError};

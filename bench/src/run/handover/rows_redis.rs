@@ -1,6 +1,6 @@
 //! The handover's keys on Redis: the library's `RedisStore` under prefix
-//! `ferry-handover`, so key `k` is the hash `ferry-handover:{k}` (fields
-//! `version`, `epoch`, `state`), written by the library's script. The
+//! `ferry-handover`, so key `k` is the string `ferry-handover:{k}`, its
+//! row `{version}:{epoch}:{state}`, written by the library's script. The
 //! coordinator deletes keys `0..keys` before the owners start and after
 //! the run, and reads them back in between, in one pipeline.
 
@@ -8,7 +8,7 @@ use redis::aio::MultiplexedConnection;
 use redis::Client;
 
 use crate::store::admin_runtime;
-use crate::store::on_redis::connect;
+use crate::store::on_redis::{connect, entity_row};
 
 use super::row::StoredRow;
 
@@ -43,20 +43,20 @@ impl RedisRowStore {
     pub(super) fn read_back(&self) -> Result<Vec<StoredRow>, String> {
         let mut pipe = redis::pipe();
         for key in 0..self.keys {
-            pipe.cmd("HMGET")
-                .arg(hash_name(key))
-                .arg("version")
-                .arg("state");
+            pipe.cmd("GET").arg(row_name(key));
         }
-        let replies: Vec<(Option<u64>, Option<Vec<u8>>)> = self
+        let replies: Vec<Option<Vec<u8>>> = self
             .runtime
             .block_on(pipe.query_async(&mut self.connection.clone()))
             .map_err(|err| format!("{}: could not read the keys back: {err}", self.shown))?;
         (0..self.keys)
             .zip(replies)
-            .filter_map(|(key, (version, state))| {
-                let version = version?;
-                Some(StoredRow::decode(key, version, state.as_deref()))
+            .filter_map(|(key, stored)| {
+                let stored = stored?;
+                Some(
+                    entity_row(&stored)
+                        .and_then(|(version, state)| StoredRow::decode(key, version, Some(state))),
+                )
             })
             .collect()
     }
@@ -64,7 +64,7 @@ impl RedisRowStore {
     pub(super) fn remove(&self) -> Result<(), String> {
         let mut pipe = redis::pipe();
         for key in 0..self.keys {
-            pipe.cmd("UNLINK").arg(hash_name(key)).ignore();
+            pipe.cmd("UNLINK").arg(row_name(key)).ignore();
         }
         self.runtime
             .block_on(pipe.query_async::<()>(&mut self.connection.clone()))
@@ -72,7 +72,7 @@ impl RedisRowStore {
     }
 }
 
-/// `ferry-handover:{key}`, as the library names key `key`'s hash.
-fn hash_name(key: u64) -> String {
+/// `ferry-handover:{key}`, as the library names key `key`'s row.
+fn row_name(key: u64) -> String {
     format!("{PREFIX}:{key}")
 }
