@@ -24,6 +24,9 @@
 //!   the tool's own;
 //! - [`overload`]: the overload scenario (a store that slows down, callers
 //!   that give up): goodput, waste and recovery;
+//! - [`servers`]: private PostgreSQL, Redis and Kafka servers started on
+//!   demand (`--store postgres`, `--store redis`, `--source kafka`
+//!   without a broker) and by the tests against real stores;
 //! - [`run`]: one system at one shard count, from start to figures;
 //! - [`report`]: the progress line, the table and the JSON;
 //! - [`plot`]: the `--plot` picture, latency curves by percentile and a
@@ -90,6 +93,7 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod sched;
+pub mod servers;
 pub mod store;
 pub mod systems;
 pub mod timing;

@@ -130,8 +130,13 @@ struct Args {
     /// to zeros before each system's run and read back after it. On one,
     /// ferry's (and batcher's) shards run on tokio with one connection each;
     /// every other system shares a pool of as many connections as ferry has
-    /// at its largest shard count
-    #[arg(long, value_name = "sim|postgres://…|redis://…", default_value = "sim")]
+    /// at its largest shard count. postgres or redis alone: a private server
+    /// started for the run on 127.0.0.1 and stopped at the end
+    #[arg(
+        long,
+        value_name = "sim|postgres[://…]|redis[://…]",
+        default_value = "sim"
+    )]
     store: StoreAddress,
 
     /// Round trip time of one request to the simulated store
@@ -740,11 +745,19 @@ fn main() -> ExitCode {
     if kafka_asked() {
         return kafka_main();
     }
-    let args = Args::parse();
+    let mut args = Args::parse();
     if let Err(problem) = args.check() {
         eprintln!("ferry-load: {problem}");
         return ExitCode::from(2);
     }
+    // `--store postgres|redis`: a private server, stopped when main returns.
+    let _private = match args.store.start_private() {
+        Ok(private) => private,
+        Err(problem) => {
+            eprintln!("ferry-load: {problem}");
+            return ExitCode::from(2);
+        }
+    };
     let ran = match args.handover_worker {
         Some(_) => handover_worker(&args).map(|()| true),
         None if args.handover => run_handover(&args),

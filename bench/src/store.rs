@@ -56,6 +56,7 @@ use hdrhistogram::Histogram;
 mod conditional;
 pub(crate) mod on_postgres;
 pub(crate) mod on_redis;
+pub mod private;
 pub mod resolve;
 pub mod sim;
 
@@ -336,6 +337,9 @@ pub enum StoreAddress {
     Postgres(String),
     /// A Redis server: `redis://…`.
     Redis(String),
+    /// A bare `postgres` or `redis`: a private server of that kind, to be
+    /// started ([`StoreAddress::start_private`]) before the store is used.
+    Private(crate::servers::Kind),
 }
 
 impl StoreAddress {
@@ -355,9 +359,13 @@ impl FromStr for StoreAddress {
             Ok(StoreAddress::Postgres(text.to_string()))
         } else if text.starts_with("redis://") {
             Ok(StoreAddress::Redis(text.to_string()))
+        } else if text == "postgres" {
+            Ok(StoreAddress::Private(crate::servers::Kind::Postgres))
+        } else if text == "redis" {
+            Ok(StoreAddress::Private(crate::servers::Kind::Redis))
         } else {
             Err(format!(
-                "`{}` is not a store: sim, postgres://USER@HOST:PORT/DATABASE or redis://HOST:PORT",
+                "`{}` is not a store: sim, postgres://USER@HOST:PORT/DATABASE, redis://HOST:PORT, or postgres or redis for a private one",
                 redacted(text)
             ))
         }
@@ -370,6 +378,7 @@ impl fmt::Display for StoreAddress {
         match self {
             StoreAddress::Sim => f.write_str("sim"),
             StoreAddress::Postgres(url) | StoreAddress::Redis(url) => f.write_str(&redacted(url)),
+            StoreAddress::Private(kind) => f.write_str(kind.name()),
         }
     }
 }
@@ -426,6 +435,7 @@ impl Store {
                 .map(|store| Store::Postgres(Box::leak(Box::new(store)))),
             StoreAddress::Redis(url) => RedisStore::open(url, &address.to_string(), keys)
                 .map(|store| Store::Redis(Box::leak(Box::new(store)))),
+            StoreAddress::Private(_) => Err(private::NOT_STARTED.to_string()),
         }
     }
 
@@ -1060,6 +1070,27 @@ mod tests {
             .unwrap_err();
         assert!(refused.contains("sim, postgres://"), "{refused}");
         assert!(!refused.contains("hunter2"), "{refused}");
+    }
+
+    #[test]
+    fn bare_postgres_and_redis_ask_for_a_private_server() {
+        use crate::servers::Kind;
+        for (text, kind) in [("postgres", Kind::Postgres), ("redis", Kind::Redis)] {
+            let address: StoreAddress = text.parse().unwrap();
+            assert_eq!(address, StoreAddress::Private(kind));
+            assert!(address.is_real());
+            assert_eq!(address.to_string(), text);
+        }
+        for text in ["kafka", "postgresql", "Redis", "postgres:", "redis:/"] {
+            assert!(text.parse::<StoreAddress>().is_err(), "{text}");
+        }
+        let refused = "mysql".parse::<StoreAddress>().unwrap_err();
+        assert!(
+            refused.contains("postgres or redis for a private one"),
+            "{refused}"
+        );
+        let opened = Store::open(&StoreAddress::Private(Kind::Redis), 1, Duration::ZERO);
+        assert!(opened.is_err());
     }
 
     #[test]

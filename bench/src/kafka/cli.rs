@@ -8,6 +8,7 @@ use clap::Parser;
 
 use crate::dist::KeyDist;
 use crate::duration::parse_duration;
+use crate::servers::{Kind, Private};
 use crate::store::{Fence, StoreAddress};
 
 use super::member::{self, MemberSettings};
@@ -36,19 +37,21 @@ engine/tests/kafka/broker.rs writes such a server.properties)";
 /// every record applied. Prints per system records/s, lag, rebalances,
 /// kills, and the verdict: lost, applied twice, out of order. Exits
 /// non-zero if ferry's verdict with the fence is not exact.
-#[derive(Debug, Parser)]
+#[derive(Clone, Debug, Parser)]
 #[command(name = "ferry-load --source kafka", max_term_width = 100)]
 pub struct KafkaArgs {
     /// Where the inputs come from: kafka
     #[arg(long, value_name = "kafka")]
     source: String,
 
-    /// The Kafka broker(s), host:port[,host:port…]
+    /// The Kafka broker(s), host:port[,host:port…] [default: a private one,
+    /// started from the jars of .ci/kafka-jars and stopped at the end]
     #[arg(long, value_name = "HOST:PORT")]
     kafka_bootstrap: Option<String>,
 
-    /// The PostgreSQL server the rows go to
-    #[arg(long, value_name = "postgres://…")]
+    /// The PostgreSQL server the rows go to [default, or postgres alone: a
+    /// private one, started and stopped at the end]
+    #[arg(long, value_name = "postgres://…|postgres")]
     store: Option<String>,
 
     /// The topic to make and fill (it must not exist) [default: ferry-load-UNIX_SECONDS]
@@ -148,6 +151,7 @@ pub fn main(args: &KafkaArgs) -> Result<bool, String> {
     if let Some(index) = args.kafka_member {
         return member::serve(&args.member(index)?).map(|()| true);
     }
+    let (args, _private) = &with_private_servers(args)?;
     let settings = args.settings()?;
     let mut report = run(&settings)?;
     report.command = shown_command();
@@ -256,6 +260,35 @@ impl KafkaArgs {
             start_us: self.start_us.ok_or_else(|| missing("--start-us"))?,
         })
     }
+}
+
+/// `args` with a private broker where it names none, and a private
+/// PostgreSQL where it names none (or says `postgres`); the servers stop,
+/// their directories removed, when the answer is dropped.
+fn with_private_servers(args: &KafkaArgs) -> Result<(KafkaArgs, Vec<Private>), String> {
+    let mut args = args.clone();
+    let mut started = Vec::new();
+    let mut start = |kind| -> Result<String, String> {
+        let server = Private::start_for(kind)?;
+        eprintln!(
+            "ferry-load: started a private {} (stopped at the end)",
+            server.describe()
+        );
+        let url = server.url.clone();
+        started.push(server);
+        Ok(url)
+    };
+    if args.kafka_bootstrap.is_none() {
+        args.kafka_bootstrap = Some(start(Kind::Kafka)?);
+    }
+    if args
+        .store
+        .as_deref()
+        .is_none_or(|store| store == "postgres")
+    {
+        args.store = Some(start(Kind::Postgres)?);
+    }
+    Ok((args, started))
 }
 
 /// The command line, a store URL's password hidden.
