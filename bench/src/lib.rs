@@ -6,6 +6,8 @@
 //! only its own and those below it (`tests/layers.rs` checks it):
 //!
 //! - [`base`]: durations, CPU time, thread timing, child processes' lines;
+//! - [`servers`]: private PostgreSQL, Redis and Kafka servers on loopback,
+//!   started from the installed programs and stopped when dropped;
 //! - [`scenarios`]: what a run does beyond load and the systems report to:
 //!   store faults and the proxy that makes them, overload (a store that
 //!   slows down, callers that give up), event time;
@@ -77,6 +79,7 @@ pub mod base;
 pub mod report;
 pub mod run;
 pub mod scenarios;
+pub mod servers;
 pub mod sources;
 pub mod store;
 pub mod systems;

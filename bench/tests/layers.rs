@@ -15,6 +15,7 @@ use layer_map::Layers;
 /// The top-level modules, lowest first; the order of `src/lib.rs`.
 const LAYERS: &[&str] = &[
     "base",
+    "servers",
     "scenarios",
     "store",
     "systems",

@@ -39,3 +39,24 @@ fn a_sim_connection_applies_batches_and_its_pool_has_one() {
     assert_eq!(store.reset(), Ok(()));
     assert_eq!(store.server_cpu_time(), None);
 }
+
+#[test]
+fn bare_postgres_and_redis_ask_for_a_private_server() {
+    use ferry_bench::servers::Kind;
+    for (text, kind) in [("postgres", Kind::Postgres), ("redis", Kind::Redis)] {
+        let address: StoreAddress = text.parse().unwrap();
+        assert_eq!(address, StoreAddress::Private(kind));
+        assert!(address.is_real());
+        assert_eq!(address.to_string(), text);
+    }
+    for text in ["kafka", "postgresql", "Redis", "postgres:", "redis:/"] {
+        assert!(text.parse::<StoreAddress>().is_err(), "{text}");
+    }
+    let refused = "mysql".parse::<StoreAddress>().unwrap_err();
+    assert!(
+        refused.contains("postgres or redis for a private one"),
+        "{refused}"
+    );
+    let opened = Store::open(&StoreAddress::Private(Kind::Redis), 1, Duration::ZERO);
+    assert!(opened.is_err());
+}

@@ -25,8 +25,9 @@ use crate::store::{Fence, StoreAddress};
 #[derive(Clone, Debug, Args)]
 pub struct HandoverArgs {
     /// The real store the owners write to: postgres://USER@HOST:PORT/DATABASE
-    /// or redis://HOST:PORT[/DB]
-    #[arg(long, value_name = "postgres://…|redis://…")]
+    /// or redis://HOST:PORT[/DB]; postgres or redis alone: a private server
+    /// started for the run on 127.0.0.1 and stopped at the end
+    #[arg(long, value_name = "postgres[://…]|redis[://…]")]
     pub store: Option<StoreAddress>,
 
     /// Owners (processes)
@@ -89,7 +90,10 @@ impl HandoverArgs {
         if self.handover_worker.is_some() {
             return handover::serve(self.worker_settings()?).map(|()| true);
         }
-        let settings = self.settings()?;
+        let mut settings = self.settings()?;
+        // `--store postgres|redis`: a private server for every owner,
+        // stopped on return.
+        let _private = settings.store.start_private()?;
         eprintln!("ferry-load: {}", handover::settings::describe(&settings));
         let report = handover::run(&settings)?;
         print!("{}", crate::report::handover::text(&report));
@@ -127,7 +131,7 @@ impl HandoverArgs {
         match &self.store {
             Some(store) if store.is_real() => Ok(store.clone()),
             _ => Err(
-                "handover needs a real store: --store postgres://… or --store redis://…"
+                "handover needs a real store: --store postgres[://…] or --store redis[://…]"
                     .to_string(),
             ),
         }

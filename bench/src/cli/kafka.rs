@@ -10,6 +10,7 @@ use clap::Args;
 use crate::base::duration::parse_duration;
 use crate::report::kafka::{self as report, KafkaReport};
 use crate::run::kafka::{run, KillAt, Settings};
+use crate::servers::{Kind, Private};
 use crate::sources::dist::KeyDist;
 use crate::store::{Fence, StoreAddress};
 
@@ -40,12 +41,14 @@ engine/tests/kafka/broker.rs writes such a server.properties)";
 /// non-zero if ferry's verdict with the fence is not exact.
 #[derive(Clone, Debug, Args)]
 pub struct KafkaArgs {
-    /// The Kafka broker(s), host:port[,host:port…]
+    /// The Kafka broker(s), host:port[,host:port…] [default: a private one,
+    /// started from the jars of .ci/kafka-jars and stopped at the end]
     #[arg(long, value_name = "HOST:PORT")]
     kafka_bootstrap: Option<String>,
 
-    /// The PostgreSQL server the rows go to
-    #[arg(long, value_name = "postgres://…")]
+    /// The PostgreSQL server the rows go to [default, or postgres alone: a
+    /// private one, started and stopped at the end]
+    #[arg(long, value_name = "postgres://…|postgres")]
     store: Option<String>,
 
     /// The topic to make and fill (it must not exist) [default: ferry-load-UNIX_SECONDS]
@@ -146,12 +149,36 @@ impl KafkaArgs {
         if let Some(index) = self.kafka_member {
             return member::serve(&self.member(index)?).map(|()| true);
         }
-        let settings = self.settings()?;
+        let (args, _private) = self.with_private_servers()?;
+        let settings = args.settings()?;
         let mut report = run(&settings)?;
         report.command = shown_command();
         print!("{}", report::table(&report.systems));
-        write_json(&self, &report)?;
+        write_json(&args, &report)?;
         Ok(!report.ferry_failed())
+    }
+
+    /// These arguments with a private broker where they name none, and a
+    /// private PostgreSQL where they name none (or say `postgres`); the
+    /// servers stop, their directories removed, when the answer is dropped.
+    fn with_private_servers(self) -> Result<(KafkaArgs, Vec<Private>), String> {
+        let mut args = self;
+        let mut started = Vec::new();
+        if args.kafka_bootstrap.is_none() {
+            let broker = Private::start_said(Kind::Kafka)?;
+            args.kafka_bootstrap = Some(broker.url.clone());
+            started.push(broker);
+        }
+        if args
+            .store
+            .as_deref()
+            .is_none_or(|store| store == "postgres")
+        {
+            let postgres = Private::start_said(Kind::Postgres)?;
+            args.store = Some(postgres.url.clone());
+            started.push(postgres);
+        }
+        Ok((args, started))
     }
 
     /// Every count at least 1, the keys' names in reach, a system, and a

@@ -27,8 +27,13 @@ pub struct StoreArgs {
     /// to zeros before each system's run and read back after it. On one,
     /// ferry's (and batcher's) shards run on tokio with one connection each;
     /// every other system shares a pool of as many connections as ferry has
-    /// at its largest shard count
-    #[arg(long, value_name = "sim|postgres://…|redis://…", default_value = "sim")]
+    /// at its largest shard count. postgres or redis alone: a private server
+    /// started for the run on 127.0.0.1 and stopped at the end
+    #[arg(
+        long,
+        value_name = "sim|postgres[://…]|redis[://…]",
+        default_value = "sim"
+    )]
     pub store: StoreAddress,
 
     /// Round trip time of one request to the simulated store
@@ -66,7 +71,10 @@ impl StoreArgs {
         keys: u64,
         run: impl FnOnce(Store) -> Result<T, String>,
     ) -> Result<T, String> {
-        let store = Store::open(&self.store, keys, self.store_rtt)?;
+        // `--store postgres|redis`: a private server, stopped on return.
+        let mut address = self.store.clone();
+        let _private = address.start_private()?;
+        let store = Store::open(&address, keys, self.store_rtt)?;
         if let Some(sim) = store.as_sim() {
             sim.set_key_cost(self.store_key_cost);
         }

@@ -52,6 +52,7 @@ mod conditional;
 pub(crate) mod on_postgres;
 pub(crate) mod on_redis;
 mod pool;
+pub mod private;
 pub mod resolve;
 mod rounds;
 pub mod sim;
@@ -107,6 +108,9 @@ pub enum StoreAddress {
     Postgres(String),
     /// A Redis server: `redis://…`.
     Redis(String),
+    /// A bare `postgres` or `redis`: a private server of that kind, to be
+    /// started ([`StoreAddress::start_private`]) before the store is used.
+    Private(crate::servers::Kind),
 }
 
 impl StoreAddress {
@@ -126,9 +130,13 @@ impl FromStr for StoreAddress {
             Ok(StoreAddress::Postgres(text.to_string()))
         } else if text.starts_with("redis://") {
             Ok(StoreAddress::Redis(text.to_string()))
+        } else if text == "postgres" {
+            Ok(StoreAddress::Private(crate::servers::Kind::Postgres))
+        } else if text == "redis" {
+            Ok(StoreAddress::Private(crate::servers::Kind::Redis))
         } else {
             Err(format!(
-                "`{}` is not a store: sim, postgres://USER@HOST:PORT/DATABASE or redis://HOST:PORT",
+                "`{}` is not a store: sim, postgres://USER@HOST:PORT/DATABASE, redis://HOST:PORT, or postgres or redis for a private one",
                 redacted(text)
             ))
         }
@@ -141,6 +149,7 @@ impl fmt::Display for StoreAddress {
         match self {
             StoreAddress::Sim => f.write_str("sim"),
             StoreAddress::Postgres(url) | StoreAddress::Redis(url) => f.write_str(&redacted(url)),
+            StoreAddress::Private(kind) => f.write_str(kind.name()),
         }
     }
 }
@@ -197,6 +206,7 @@ impl Store {
                 .map(|store| Store::Postgres(Box::leak(Box::new(store)))),
             StoreAddress::Redis(url) => RedisStore::open(url, &address.to_string(), keys)
                 .map(|store| Store::Redis(Box::leak(Box::new(store)))),
+            StoreAddress::Private(_) => Err(private::NOT_STARTED.to_string()),
         }
     }
 

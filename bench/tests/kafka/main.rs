@@ -1,7 +1,6 @@
-//! `ferry-load kafka` against a private Kafka broker (the one
-//! engine/tests/kafka starts, from the jars `.ci/kafka-jars` fetches) and
-//! a private PostgreSQL (as the real-store tests start it). Feature
-//! `kafka`.
+//! `ferry-load kafka` against a private Kafka broker (one KRaft
+//! node from the jars `.ci/kafka-jars` fetches) and a private PostgreSQL,
+//! both from [`ferry_bench::servers`]. Feature `kafka`.
 //!
 //! What is asserted, on 20,000 records over 500 keys in 4 partitions, 2
 //! members, one of them killed with SIGKILL once 30% of the records are
@@ -17,19 +16,11 @@
 //!   between a write and the commit after it, which the timing decides
 //!   (most runs show thousands; the figures are in docs/kafka-figures.md).
 
-// Shared with the engine's Kafka tests and the real-store tests: each
-// test binary uses part of them.
-#[allow(dead_code)]
-#[path = "../../../engine/tests/kafka/broker.rs"]
-mod broker;
-#[allow(dead_code)]
-#[path = "../real_stores/servers.rs"]
-mod servers;
-
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
+use ferry_bench::servers::{self, Kind, Private};
 use serde_json::Value;
 
 const RECORDS: u64 = 20_000;
@@ -37,15 +28,24 @@ const RECORDS: u64 = 20_000;
 /// The runs take turns: two at once would share two cores six ways.
 static ONE_RUN_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The broker of this test run, started by the first test that asks (it
+/// takes seconds); it stops when the tests' process exits.
+fn broker() -> &'static Private {
+    static BROKER: OnceLock<Private> = OnceLock::new();
+    BROKER.get_or_init(|| {
+        Private::start_for(Kind::Kafka).unwrap_or_else(|problem| panic!("{problem}"))
+    })
+}
+
 /// Runs `ferry-load kafka` with `extra`; answers its JSON.
 fn run(name: &str, extra: &[&str]) -> Value {
     let _turn = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let broker = broker::shared();
-    let postgres = servers::postgres();
+    let broker = broker();
+    let postgres = servers::postgres().unwrap_or_else(|problem| panic!("{problem}"));
     let json = std::env::temp_dir().join(format!("ferry-kafka-{name}-{}.json", std::process::id()));
     let topic = format!("ferry-load-test-{name}-{}", std::process::id());
     let output = Command::new(env!("CARGO_BIN_EXE_ferry-load"))
-        .args(["kafka", "--kafka-bootstrap", &broker.bootstrap])
+        .args(["kafka", "--kafka-bootstrap", &broker.url])
         .args(["--store", &postgres.url, "--topic", &topic])
         .args([
             "--records",

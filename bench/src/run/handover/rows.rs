@@ -17,6 +17,7 @@
 use ferry::entity::{Entities, Options, PostgresStore, RedisStore};
 use ferry::{Builder, StartError};
 
+use crate::store::private::NOT_STARTED;
 use crate::store::{Fence, StoreAddress};
 
 use super::fold::{fold, Fenced, KeyState, Step};
@@ -65,6 +66,7 @@ pub fn start_owner_engine(
             builder.start_entities_with::<_, KeyState, _, _>(store, fold(fence), options)
         }
         StoreAddress::Sim => return Err(NEEDS_A_SERVER.to_string()),
+        StoreAddress::Private(_) => return Err(NOT_STARTED.to_string()),
     };
     started.map_err(|err: StartError<_>| err.to_string())
 }
@@ -89,6 +91,7 @@ impl RowStore {
             }
             StoreAddress::Redis(url) => RedisRowStore::open(url, &shown, keys).map(RowStore::Redis),
             StoreAddress::Sim => Err(NEEDS_A_SERVER.to_string()),
+            StoreAddress::Private(_) => Err(NOT_STARTED.to_string()),
         }
     }
 

@@ -84,5 +84,6 @@ fn store_url(address: &StoreAddress) -> &str {
     match address {
         StoreAddress::Postgres(url) | StoreAddress::Redis(url) => url,
         StoreAddress::Sim => "sim",
+        StoreAddress::Private(kind) => kind.name(),
     }
 }
