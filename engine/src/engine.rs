@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ferry_shard::parts::{Lanes, Waiter};
-use ferry_shard::{Outcome, Refused, Runtime, ShardConfig, ShardId};
+use ferry_shard::{Offer, Outcome, Refused, Runtime, ShardConfig, ShardId};
 
 use crate::config::{Builder, Plan};
 use crate::flush::Flush;
@@ -287,9 +287,9 @@ where
                 return LocalSubmit::remote(Submit::refused(input, reason));
             }
         };
-        match shard.submit_local(hash, key, input, rank, boundary, weight) {
+        match shard.submit_local(Offer::new(hash, key, input, rank, weight).bounded(boundary)) {
             Ok(answer) => LocalSubmit::local(answer),
-            Err((key, input)) => LocalSubmit::remote(inner.submit(index, hash, key, input)),
+            Err(offer) => LocalSubmit::remote(inner.submit(index, hash, offer.key, offer.input)),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ferry_shard::parts::{Queue, Waiter};
 use ferry_shard::{
-    Bundle, FerryError, Order, Outcomes, QueueConfig, Refused, Runtime, Shard, ShardConfig,
+    Bundle, FerryError, Offer, Order, Outcomes, QueueConfig, Refused, Runtime, Shard, ShardConfig,
     ShardId, Starting,
 };
 
@@ -176,7 +176,10 @@ where
             let (index, hash, key, input) = place(item);
             match self.measure(&input) {
                 Ok((rank, boundary, weight)) => {
-                    bundles[index].add(&mut outcomes, hash, key, input, rank, boundary, weight);
+                    bundles[index].add(
+                        &mut outcomes,
+                        Offer::new(hash, key, input, rank, weight).bounded(boundary),
+                    );
                 }
                 Err(reason) => {
                     self.list[index].count_refused();
@@ -201,7 +204,7 @@ where
                 return Submit::refused(input, reason);
             }
         };
-        match shard.submit(hash, key, input, rank, boundary, weight) {
+        match shard.submit(Offer::new(hash, key, input, rank, weight).bounded(boundary)) {
             Ok(answer) => Submit::waiting(answer),
             Err(refusal) => Submit::refused(refusal.item, refusal.reason),
         }

@@ -30,7 +30,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use ferry_shard::parts::{Lanes, Waiter};
-//! use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+//! use ferry_shard::{key_hash, Offer, Shard, ShardConfig, ShardId};
 //!
 //! // Shard 0 on tokio, unpinned, with the bounds `ferry` starts its shards with.
 //! let config = ShardConfig::new(ShardId::new(0));
@@ -48,7 +48,7 @@
 //!
 //! // Key 6's hash, rank 0, no boundary value, weight 1.
 //! let answer = shard
-//!     .submit(key_hash(&6_u64), 6, 7, 0, 0, 1)
+//!     .submit(Offer::new(key_hash(&6_u64), 6, 7, 0, 1))
 //!     .map_err(|refusal| refusal.reason)?;
 //! assert_eq!(futures::executor::block_on(answer), Ok(42));
 //!
@@ -73,6 +73,7 @@ mod value;
 
 pub use crate::answer::gather::Outcomes;
 pub use crate::core::histogram::{Distribution, Summary};
+pub use crate::core::shard_core::Offer;
 pub use crate::core::stats::{Distributions, Kind, ShardStats};
 pub use crate::runtime::choice::Runtime;
 pub use crate::runtime::cpus::usable_cpus;
@@ -118,9 +119,7 @@ pub mod parts {
         pub use crate::answer::answer_cell::{answer_cell, Receiver, Unsent};
         pub use crate::answer::gather::{Deliveries, ToShard};
         pub use crate::core::ended::{BatchOutcome, Ended, TripOutcome};
-        pub use crate::core::shard_core::{
-            Bundled, Offer, Reply, ShardCore, Submission, TripLimits,
-        };
+        pub use crate::core::shard_core::{Bundled, Reply, ShardCore, Submission, TripLimits};
         pub use crate::queue::fifo::FifoBatch;
         pub use crate::queue::lanes::LaneState;
         pub use crate::thread::intake::Intake;

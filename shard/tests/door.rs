@@ -7,8 +7,9 @@
 use std::fs;
 use std::path::Path;
 
-/// The most names the crate exports by default.
-const MOST: usize = 35;
+/// The most names the crate exports by default (`Offer` is the one value
+/// a submit takes, in place of six arguments).
+const MOST: usize = 36;
 
 #[test]
 fn the_door_is_narrow() {

@@ -98,9 +98,8 @@ mod sim {
     pub mod summary;
 }
 
-use ferry_shard::parts::{
-    answer_cell, BatchOutcome, Ended, Offer, Receiver, Submission, TripLimits,
-};
+use ferry_shard::parts::{answer_cell, BatchOutcome, Ended, Receiver, Submission, TripLimits};
+use ferry_shard::Offer;
 use ferry_shard::{key_hash, FerryError, Refused};
 
 use sim::answer::try_answer;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferry_shard::parts::{Lanes, Waiter};
-use ferry_shard::{key_hash, QueueConfig, Runtime, Shard, ShardConfig, ShardId};
+use ferry_shard::{key_hash, Offer, QueueConfig, Runtime, Shard, ShardConfig, ShardId};
 use futures::executor::block_on;
 
 type Keyed = Shard<Lanes<u64, Waiter<u32, u32, String>>, u32, u32, String>;
@@ -41,7 +41,7 @@ fn serve(shard: &Keyed, keys: &[u64]) -> Vec<u32> {
     let answers: Vec<_> = keys
         .iter()
         .map(|&key| {
-            let submitted = shard.submit(key_hash(&key), key, key as u32, 0, 0, 1);
+            let submitted = shard.submit(Offer::new(key_hash(&key), key, key as u32, 0, 1));
             submitted.unwrap_or_else(|refusal| panic!("refused: {:?}", refusal.reason))
         })
         .collect();

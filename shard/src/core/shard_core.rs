@@ -123,12 +123,10 @@ impl<K, I> Offer<K, I> {
     /// The same offer with the boundary value `boundary`.
     ///
     /// ```
-    /// # #[cfg(feature = "internals")] {
-    /// use ferry_shard::parts::Offer;
+    /// use ferry_shard::Offer;
     ///
     /// let offer = Offer::new(0, "key", 'x', 5, 1).bounded(3);
     /// assert_eq!((offer.rank, offer.boundary), (5, 3));
-    /// # }
     /// ```
     pub fn bounded(self, boundary: i64) -> Self {
         Self { boundary, ..self }

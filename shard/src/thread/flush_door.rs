@@ -77,7 +77,7 @@ impl<R> FlushDoor<R> {
 /// ```
 /// # use std::sync::Arc;
 /// # use ferry_shard::parts::{Lanes, Waiter};
-/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # use ferry_shard::{key_hash, Offer, Shard, ShardConfig, ShardId};
 /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
 /// # let times = |key: u64, inputs: Vec<u64>| async move {
 /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -86,7 +86,7 @@ impl<R> FlushDoor<R> {
 /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
 /// # starting.wait().expect("started");
 /// let _answers: Vec<_> = (1..=3_u64)
-///     .map(|key| shard.submit(key_hash(&key), key, 2, 0, 0, 1))
+///     .map(|key| shard.submit(Offer::new(key_hash(&key), key, 2, 0, 1)))
 ///     .collect::<Result<_, _>>()
 ///     .map_err(|r| r.reason)?;
 /// futures::executor::block_on(shard.flush());

@@ -55,7 +55,7 @@ use crate::value::trip_fn::TripFn;
 /// ```
 /// # use std::sync::Arc;
 /// # use ferry_shard::parts::{Lanes, Waiter};
-/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
 /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
 /// # let times = |key: u64, inputs: Vec<u64>| async move {
 /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -68,7 +68,7 @@ use crate::value::trip_fn::TripFn;
 /// let mut outcomes = Outcomes::new();
 /// let mut bundle = Bundle::with_capacity(2);
 /// for key in [2_u64, 3] {
-///     bundle.add(&mut outcomes, key_hash(&key), key, 10, 0, 0, 1);
+///     bundle.add(&mut outcomes, Offer::new(key_hash(&key), key, 10, 0, 1));
 /// }
 /// assert_eq!(shard.submit_bundle(bundle), 0); // none refused
 /// let all = futures::executor::block_on(outcomes.all());
@@ -111,7 +111,7 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -123,28 +123,16 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     ///
     /// let mut outcomes = Outcomes::new();
     /// let mut bundle = Bundle::default();
-    /// bundle.add(&mut outcomes, key_hash(&4_u64), 4, 5, 0, 0, 1);
+    /// bundle.add(&mut outcomes, Offer::new(key_hash(&4_u64), 4, 5, 0, 1));
     /// assert_eq!(bundle.len(), 1);
     /// shard.submit_bundle(bundle);
     /// let all = futures::executor::block_on(outcomes.all());
     /// assert_eq!(all, vec![Ok(20)]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    // What the caller measured travels as plain values, as in `submit`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn add(
-        &mut self,
-        outcomes: &mut Outcomes<I, O, E>,
-        hash: u64,
-        key: K,
-        input: I,
-        rank: i64,
-        boundary: i64,
-        weight: u64,
-    ) {
+    pub fn add(&mut self, outcomes: &mut Outcomes<I, O, E>, offer: Offer<K, I>) {
         let to = self.to.get_or_insert_with(|| outcomes.to_shard());
         assert!(to.is_of(outcomes), "a bundle holds the inputs of one call");
-        let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
         self.inputs.push(Bundled {
             offer,
             index: outcomes.add(),
@@ -154,12 +142,12 @@ impl<K, I, O, E> Bundle<K, I, O, E> {
     /// Inputs in the bundle.
     ///
     /// ```
-    /// use ferry_shard::{key_hash, Bundle, Outcomes};
+    /// use ferry_shard::{Bundle, Offer, Outcomes, key_hash};
     ///
     /// let mut outcomes = Outcomes::<u64, u64, String>::new();
     /// let mut bundle = Bundle::default();
-    /// bundle.add(&mut outcomes, key_hash(&1_u64), 1_u64, 1, 0, 0, 1);
-    /// bundle.add(&mut outcomes, key_hash(&1_u64), 1_u64, 2, 1, 0, 1);
+    /// bundle.add(&mut outcomes, Offer::new(key_hash(&1_u64), 1_u64, 1, 0, 1));
+    /// bundle.add(&mut outcomes, Offer::new(key_hash(&1_u64), 1_u64, 2, 1, 1));
     /// assert_eq!(bundle.len(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -284,7 +272,7 @@ impl ShardConfig {
 /// ```
 /// use std::sync::Arc;
 /// use ferry_shard::parts::{Lanes, Waiter};
-/// use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
 ///
 /// // Keys, inputs and outputs u64, errors String; one lane per key.
 /// type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
@@ -295,7 +283,7 @@ impl ShardConfig {
 /// let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
 /// starting.wait().expect("the factory made its batch function");
 ///
-/// let answer = shard.submit(key_hash(&3_u64), 3, 5, 0, 0, 1).map_err(|r| r.reason)?;
+/// let answer = shard.submit(Offer::new(key_hash(&3_u64), 3, 5, 0, 1)).map_err(|r| r.reason)?;
 /// assert_eq!(futures::executor::block_on(answer), Ok(15));
 /// shard.close();
 /// shard.join();
@@ -417,7 +405,7 @@ where
     /// ```
     /// use std::sync::Arc;
     /// use ferry_shard::parts::{Fifo, Waiter};
-    /// use ferry_shard::{Shard, ShardConfig, ShardId};
+    /// use ferry_shard::{Offer, Shard, ShardConfig, ShardId};
     ///
     /// // One stream without keys (the key is `()`): `Fifo` batches in arrival order.
     /// type Stream = Shard<Fifo<Waiter<u32, usize, String>>, u32, usize, String>;
@@ -427,7 +415,7 @@ where
     /// let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(lengths) });
     /// let (shard, starting) = Stream::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// starting.wait().expect("the factory made its batch function");
-    /// let answer = shard.submit(0, (), 9, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(0, (), 9, 0, 1)).map_err(|r| r.reason)?;
     /// assert_eq!(futures::executor::block_on(answer), Ok(1));
     /// # shard.close();
     /// # shard.join();
@@ -454,7 +442,7 @@ where
     /// ```
     /// use std::sync::Arc;
     /// use ferry_shard::parts::{Lanes, Waiter};
-    /// use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     ///
     /// type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// // One call carries several keys' batches: one result per batch.
@@ -467,7 +455,7 @@ where
     /// let config = ShardConfig { max_trip_batches: 32, ..ShardConfig::new(ShardId::new(0)) };
     /// let (shard, starting) = Keyed::start_trips(config, factory)?;
     /// starting.wait().expect("the factory made its trip function");
-    /// let answer = shard.submit(key_hash(&2_u64), 2, 21, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(key_hash(&2_u64), 2, 21, 0, 1)).map_err(|r| r.reason)?;
     /// assert_eq!(futures::executor::block_on(answer), Ok(42));
     ///
     /// // A trip bound of zero is refused before any thread starts.
@@ -565,15 +553,15 @@ where
         Ok((shard, Starting { ready }))
     }
 
-    /// Hands an input (with its key's `hash`, its `rank`, `boundary` value
-    /// and `weight`,
-    /// computed on the caller's thread) to the shard; refused at once, with
-    /// the input handed back, if the intake is full or closed.
+    /// Hands an input to the shard as one [`Offer`] (its key's hash, its
+    /// rank, weight and boundary value computed on the caller's thread);
+    /// refused at once, with the input handed back, if the intake is full
+    /// or closed.
     ///
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -581,30 +569,22 @@ where
     /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
     /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// # starting.wait().expect("started");
-    /// // The caller computes the key's hash, the rank, the boundary value and
-    /// // the weight; the shard only compares them.
-    /// let answer = shard.submit(key_hash(&7_u64), 7, 6, 0, 0, 1).map_err(|r| r.reason)?;
+    /// // The caller computes the key's hash, the rank and the weight (and a
+    /// // boundary value, `Offer::bounded`); the shard only compares them.
+    /// let answer = shard.submit(Offer::new(key_hash(&7_u64), 7, 6, 0, 1)).map_err(|r| r.reason)?;
     /// assert_eq!(futures::executor::block_on(answer), Ok(42));
     ///
     /// // A closed shard refuses, and hands the input back.
     /// shard.close();
-    /// let refusal = shard.submit(key_hash(&7_u64), 7, 6, 0, 0, 1).err().expect("refused");
+    /// let refusal = shard.submit(Offer::new(key_hash(&7_u64), 7, 6, 0, 1)).err().expect("refused");
     /// assert_eq!(refusal.item, 6);
     /// # shard.join();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    pub fn submit(
-        &self,
-        hash: u64,
-        key: Q::Key,
-        input: I,
-        rank: i64,
-        boundary: i64,
-        weight: u64,
-    ) -> Result<Answer<I, O, E>, Refusal<I>> {
+    pub fn submit(&self, offer: Offer<Q::Key, I>) -> Result<Answer<I, O, E>, Refusal<I>> {
+        let hash = offer.hash;
         let (reply, answer) = answer_cell::<Outcome<I, O, E>>();
-        let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
         let submission = Submission { offer, reply };
         match self.intake.push(Inbound::Submit(submission)) {
             Ok(()) => Ok(Answer {
@@ -626,13 +606,13 @@ where
 
     /// The thread-per-core fast path: if the calling task runs on this very
     /// shard, admits the input directly (no queue, no channel, no atomic
-    /// read-modify-write). Otherwise hands the key and input back, for the
-    /// ordinary path.
+    /// read-modify-write). Otherwise hands the offer back, for the ordinary
+    /// path.
     ///
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -641,41 +621,35 @@ where
     /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// # starting.wait().expect("started");
     /// // On any thread but the shard's own, the key and input come back.
-    /// let here = shard.submit_local(key_hash(&5_u64), 5, 1, 0, 0, 1);
-    /// assert_eq!(here.err(), Some((5, 1)));
+    /// let here = shard.submit_local(Offer::new(key_hash(&5_u64), 5, 1, 0, 1));
+    /// assert_eq!(here.err().map(|offer| (offer.key, offer.input)), Some((5, 1)));
     /// # shard.close();
     /// # shard.join();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn submit_local(
         &self,
-        hash: u64,
-        key: Q::Key,
-        input: I,
-        rank: i64,
-        boundary: i64,
-        weight: u64,
-    ) -> Result<LocalAnswer<I, O, E>, (Q::Key, I)> {
+        offer: Offer<Q::Key, I>,
+    ) -> Result<LocalAnswer<I, O, E>, Offer<Q::Key, I>> {
         let Some(here) =
             LocalShard::<RefCell<ShardCore<Q, I, O, E>>>::find((self.engine, self.id.index()))
         else {
-            return Err((key, input));
+            return Err(offer);
         };
         let Ok(mut core) = here.core.try_borrow_mut() else {
             // Only reachable from inside the shard loop's own call stack.
-            return Err((key, input));
+            return Err(offer);
         };
         let (reply, answer) = local_answer_cell();
         if self.intake.is_closed() {
             drop(core);
             self.refused_at_intake(Refused::Closed);
             let refused = FerryError::Refused {
-                input,
+                input: offer.input,
                 reason: Refused::Closed,
             };
             reply.send(Err(refused));
         } else {
-            let offer = Offer::new(hash, key, input, rank, weight).bounded(boundary);
             core.admit_local(offer, reply, here.clock.read());
             drop(core);
             here.nudge.nudge();
@@ -691,7 +665,7 @@ where
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -704,7 +678,7 @@ where
     /// let mut outcomes = Outcomes::new();
     /// let mut bundle = Bundle::default();
     /// for (rank, input) in [1_u64, 2, 3].into_iter().enumerate() {
-    ///     bundle.add(&mut outcomes, key_hash(&10_u64), 10, input, rank as i64, 0, 1);
+    ///     bundle.add(&mut outcomes, Offer::new(key_hash(&10_u64), 10, input, rank as i64, 1));
     /// }
     /// assert_eq!(shard.submit_bundle(bundle), 0);
     /// let all = futures::executor::block_on(outcomes.all());
@@ -745,7 +719,7 @@ where
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -755,7 +729,7 @@ where
     /// # starting.wait().expect("started");
     /// // A notice for a key with nothing waiting changes nothing.
     /// shard.withdraw(key_hash(&8_u64));
-    /// let answer = shard.submit(key_hash(&8_u64), 8, 2, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(key_hash(&8_u64), 8, 2, 0, 1)).map_err(|r| r.reason)?;
     /// assert_eq!(futures::executor::block_on(answer), Ok(16));
     /// # shard.close();
     /// # shard.join();
@@ -781,7 +755,7 @@ where
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -789,7 +763,7 @@ where
     /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
     /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// # starting.wait().expect("started");
-    /// let answer = shard.submit(key_hash(&4_u64), 4, 4, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(key_hash(&4_u64), 4, 4, 0, 1)).map_err(|r| r.reason)?;
     /// futures::executor::block_on(shard.flush());
     /// assert_eq!(shard.stats().answered_ok, 1);
     /// assert_eq!(futures::executor::block_on(answer), Ok(16));
@@ -902,7 +876,7 @@ where
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -910,7 +884,7 @@ where
     /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
     /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// # starting.wait().expect("started");
-    /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(key_hash(&1_u64), 1, 1, 0, 1)).map_err(|r| r.reason)?;
     /// futures::executor::block_on(answer)?;
     /// // The figures are published at the end of the shard's round, which
     /// // may come after the answer: a flush waits for it.
@@ -932,7 +906,7 @@ where
     /// ```
     /// # use std::sync::Arc;
     /// # use ferry_shard::parts::{Lanes, Waiter};
-    /// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+    /// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
     /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
     /// # let times = |key: u64, inputs: Vec<u64>| async move {
     /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -940,7 +914,7 @@ where
     /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
     /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
     /// # starting.wait().expect("started");
-    /// let answer = shard.submit(key_hash(&1_u64), 1, 1, 0, 0, 1).map_err(|r| r.reason)?;
+    /// let answer = shard.submit(Offer::new(key_hash(&1_u64), 1, 1, 0, 1)).map_err(|r| r.reason)?;
     /// futures::executor::block_on(answer)?;
     /// futures::executor::block_on(shard.flush()); // the round's figures
     /// let (stats, distributions) = shard.stats_with_distributions();
@@ -1353,7 +1327,7 @@ struct Notice {
 /// ```
 /// # use std::sync::Arc;
 /// # use ferry_shard::parts::{Lanes, Waiter};
-/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
 /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
 /// # let times = |key: u64, inputs: Vec<u64>| async move {
 /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -1361,7 +1335,7 @@ struct Notice {
 /// # let factory = Arc::new(move |_: ShardId| async move { Ok::<_, String>(times) });
 /// # let (shard, starting) = Keyed::start(ShardConfig::new(ShardId::new(0)), factory)?;
 /// # starting.wait().expect("started");
-/// let answer = shard.submit(key_hash(&9_u64), 9, 9, 0, 0, 1).map_err(|r| r.reason)?;
+/// let answer = shard.submit(Offer::new(key_hash(&9_u64), 9, 9, 0, 1)).map_err(|r| r.reason)?;
 /// assert_eq!(futures::executor::block_on(answer), Ok(81));
 /// # shard.close();
 /// # shard.join();
@@ -1417,7 +1391,7 @@ impl<I, O, E> Future for Answer<I, O, E> {
 /// ```
 /// # use std::sync::Arc;
 /// # use ferry_shard::parts::{Lanes, Waiter};
-/// # use ferry_shard::{key_hash, Shard, ShardConfig, ShardId};
+/// # use ferry_shard::{Offer, Shard, ShardConfig, ShardId, key_hash};
 /// # type Keyed = Shard<Lanes<u64, Waiter<u64, u64, String>>, u64, u64, String>;
 /// # let times = |key: u64, inputs: Vec<u64>| async move {
 /// #     Ok::<_, String>(inputs.iter().map(|n| key * n).collect())
@@ -1431,7 +1405,7 @@ impl<I, O, E> Future for Answer<I, O, E> {
 /// let (tell, told) = std::sync::mpsc::channel();
 /// shard.spawn(Box::new(move || {
 ///     Box::pin(async move {
-///         let answer = on_shard.submit_local(key_hash(&3_u64), 3, 3, 0, 0, 1);
+///         let answer = on_shard.submit_local(Offer::new(key_hash(&3_u64), 3, 3, 0, 1));
 ///         let outcome = answer.ok().expect("on the shard").await;
 ///         tell.send(outcome).expect("the caller waits");
 ///     })
@@ -1471,7 +1445,7 @@ mod tests {
     fn a_bundle_refuses_inputs_of_a_second_call() {
         let (mut first, mut second) = (Outcomes::<u8, u8, ()>::new(), Outcomes::new());
         let mut bundle = Bundle::<u8, u8, u8, ()>::default();
-        bundle.add(&mut first, 0, 1, 1, 0, 0, 1);
-        bundle.add(&mut second, 0, 1, 2, 0, 0, 1);
+        bundle.add(&mut first, Offer::new(0, 1, 1, 0, 1));
+        bundle.add(&mut second, Offer::new(0, 1, 2, 0, 1));
     }
 }

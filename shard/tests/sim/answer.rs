@@ -6,9 +6,8 @@ use std::task::{Context, Poll};
 
 use std::time::Duration;
 
-use ferry_shard::parts::{
-    answer_cell, Bundled, Offer, Queue, Receiver, ShardCore, Submission, Waiter,
-};
+use ferry_shard::parts::{answer_cell, Bundled, Queue, Receiver, ShardCore, Submission, Waiter};
+use ferry_shard::Offer;
 use ferry_shard::{Outcome, Outcomes};
 use futures::Stream;
 use tokio::sync::oneshot::{self, error::TryRecvError};

@@ -28,8 +28,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use ferry_shard::parts::{
-    answer_cell, BatchOutcome, Lanes, Offer, Receiver, ShardCore, Submission, Waiter,
+    answer_cell, BatchOutcome, Lanes, Receiver, ShardCore, Submission, Waiter,
 };
+use ferry_shard::Offer;
 use ferry_shard::{key_hash, FerryError, Hold, QueueConfig};
 
 use super::answer::try_answer;

@@ -23,7 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::panic::UnwindSafe;
 
-use ferry_shard::parts::{Offer, Queue, ShardCore, Waiter};
+use ferry_shard::parts::{Queue, ShardCore, Waiter};
+use ferry_shard::Offer;
 use ferry_shard::{QueueConfig, Refused};
 
 use super::answer::Caller;

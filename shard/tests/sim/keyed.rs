@@ -23,7 +23,8 @@ mod take;
 
 use std::collections::BTreeMap;
 
-use ferry_shard::parts::{LaneState, Lanes, Offer, TripLimits, Waiter};
+use ferry_shard::parts::{LaneState, Lanes, TripLimits, Waiter};
+use ferry_shard::Offer;
 use ferry_shard::{key_hash, QueueConfig, Refused};
 
 use super::arrival::Arrival;

@@ -15,7 +15,8 @@
 
 use std::collections::BTreeSet;
 
-use ferry_shard::parts::{Fifo, Offer, Waiter};
+use ferry_shard::parts::{Fifo, Waiter};
+use ferry_shard::Offer;
 use ferry_shard::{QueueConfig, Refused};
 
 use super::arrival::{at, Arrival, Played};
