@@ -45,7 +45,7 @@ pub fn redis() -> Result<Private, String> {
     Ok(private(Server::Child(process), dir, &bin, port, None))
 }
 
-/// A Redis server of its own, as [`redis`], but keeping its data across a
+/// A Redis server of its own, as [`redis()`], but keeping its data across a
 /// restart (`--appendonly yes --appendfsync always`: every write in the
 /// append-only file, on disk, before it is answered), and restartable in
 /// place: `restart.sh` kills it (`SIGKILL`) and starts it again, and it

@@ -37,7 +37,7 @@ pub const KEY_PREFIX: &str = "ferry-load:";
 
 /// The prefix of ferry's own systems, written through `ferry::entity`'s
 /// `RedisStore`: key `k` is the string `ferry-load-entity:{k}`, its row
-/// `{version}:{epoch}:{state}` (see [`entity_row`]), the value as JSON.
+/// `{version}:{epoch}:{state}` (see `entity_row`), the value as JSON.
 /// Deleted at each reset, read back beside the others.
 pub const ENTITY_PREFIX: &str = "ferry-load-entity";
 

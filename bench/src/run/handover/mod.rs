@@ -35,7 +35,7 @@
 //!   owners' command lines; the owners are started, told and listened to
 //!   through [`crate::base::children`].
 //!
-//! With [`Fence::Off`](crate::store::Fence::Off) an apply ignores the epoch (a take still checks
+//! With [`crate::store::Fence::Off`] an apply ignores the epoch (a take still checks
 //! it): the control, which must show the double application the fence
 //! prevents, a stale owner's seqs folded after the take.
 

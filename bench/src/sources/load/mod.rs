@@ -126,7 +126,7 @@ pub struct Measured {
     /// run).
     pub failed: u64,
     /// Inputs answered with an error that leaves their outcome at the
-    /// store unknown ([`Outcome::Unknown`]; whole run): applied or not,
+    /// store unknown ([`Outcome::Unknown`](crate::systems::Outcome::Unknown); whole run): applied or not,
     /// the read-back tells.
     pub unknown: u64,
     /// The sum of those inputs (wrapping), the bound of what they may
