@@ -3,14 +3,13 @@
 //! percentile its inputs can tell, every run named in the legend, a sweep's
 //! throughput panel, and the file written or its path named in the error.
 
-use ferry_bench::base::cpu::CpuSplitPerInput;
 use ferry_bench::report::plot::{
     latency_curve, percentile_label, percentile_ticks, percentile_x, quantile_at, render_svg,
     run_color, write_svg, TickedAxis,
 };
 use ferry_bench::report::svg::{decimal_label, log_ticks};
 use ferry_bench::report::RunResult;
-use ferry_bench::store::{new_histogram, Resolutions};
+use ferry_bench::store::new_histogram;
 use plotters::coord::ranged1d::Ranged;
 
 /// A result whose latency histogram holds `inputs` inputs spread evenly
@@ -21,45 +20,13 @@ fn run(system: &str, shards: Option<usize>, throughput: f64, inputs: u64) -> Run
         latency.record(ms * 1_000_000).unwrap();
     }
     RunResult {
-        system: system.to_string(),
-        shards,
-        throughput,
-        mean_batch: 1.0,
-        p50_us: 1.0,
-        p90_us: 2.0,
-        p99_us: 3.0,
-        p999_us: 4.0,
-        max_us: 5.0,
-        conflicts: 0,
-        refused: 0,
-        lost: 0,
         submitted: inputs,
         completed: inputs,
-        failed: 0,
-        unknown: 0,
-        unknown_sum: 0,
         applied: inputs,
         completed_sum: 0,
         applied_sum: 0,
-        store_late_p50_us: None,
-        store_late_p99_us: None,
-        store_late_max_us: None,
-        cpu_us_per_input: 1.0,
-        cpu_split: CpuSplitPerInput::default(),
-        server_cpu_us_per_input: None,
-        seconds: 1.0,
-        dozes_per_s: None,
-        parks_per_s: None,
-        runtime: None,
-        runtime_reason: None,
-        sched_slice: None,
-        expired: 0,
-        timed_out: 0,
-        overload: None,
-        faults: Vec::new(),
-        resolutions: Resolutions::default(),
         latency,
-        engine: None,
+        ..RunResult::sample(system, shards, throughput)
     }
 }
 
