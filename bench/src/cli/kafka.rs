@@ -152,7 +152,7 @@ impl KafkaArgs {
         let (args, _private) = self.with_private_servers()?;
         let settings = args.settings()?;
         let mut report = run(&settings)?;
-        report.command = shown_command();
+        report.command = StoreAddress::shown_command_line();
         print!("{}", report::table(&report.systems));
         write_json(&args, &report)?;
         Ok(!report.ferry_failed())
@@ -274,19 +274,6 @@ impl KafkaArgs {
             start_us: self.start_us.ok_or_else(|| missing("--start-us"))?,
         })
     }
-}
-
-/// The command line, a store URL's password hidden.
-fn shown_command() -> String {
-    let hide = |url: &str| match url.parse::<StoreAddress>() {
-        Ok(address @ StoreAddress::Postgres(_)) => Some(address.to_string()),
-        _ => None,
-    };
-    let shown = std::env::args().map(|arg| match arg.strip_prefix("--store=") {
-        Some(url) => hide(url).map_or(arg.clone(), |url| format!("--store={url}")),
-        None => hide(&arg).unwrap_or(arg),
-    });
-    shown.collect::<Vec<_>>().join(" ")
 }
 
 fn write_json(args: &KafkaArgs, report: &KafkaReport) -> Result<(), String> {

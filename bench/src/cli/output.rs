@@ -40,7 +40,7 @@ impl OutputArgs {
             return Ok(());
         };
         let json = serde_json::to_string_pretty(&JsonReport {
-            command: shown_command(),
+            command: StoreAddress::shown_command_line(),
             store: store.kind(),
             runs,
         })
@@ -60,16 +60,4 @@ impl OutputArgs {
         eprintln!("ferry-load: wrote {}", path.display());
         Ok(())
     }
-}
-
-/// This process's command line, each store address as it is shown (a
-/// password hidden).
-fn shown_command() -> String {
-    std::env::args()
-        .map(|arg| match arg.parse::<StoreAddress>() {
-            Ok(address) => address.to_string(),
-            Err(_) => arg,
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

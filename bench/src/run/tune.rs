@@ -272,7 +272,7 @@ fn write_files(
     plot_path: Option<&Path>,
 ) -> Result<(), String> {
     if let Some(path) = json_path {
-        let text = json(tuning, &command_line(), store.kind())?;
+        let text = json(tuning, &StoreAddress::shown_command_line(), store.kind())?;
         std::fs::write(path, text)
             .map_err(|err| format!("could not write {}: {err}", path.display()))?;
         eprintln!("ferry-load: wrote {}", path.display());
@@ -282,15 +282,4 @@ fn write_files(
         eprintln!("ferry-load: wrote {}", path.display());
     }
     Ok(())
-}
-
-/// The command line, a store URL's password hidden, for the JSON.
-fn command_line() -> String {
-    std::env::args()
-        .map(|arg| match arg.parse::<StoreAddress>() {
-            Ok(address) => address.to_string(),
-            Err(_) => arg,
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }

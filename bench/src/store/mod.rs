@@ -114,6 +114,19 @@ pub enum StoreAddress {
 }
 
 impl StoreAddress {
+    /// This process's command line, each store address in it (alone or
+    /// as `--store=…`) as it is shown, a password hidden, for a report.
+    pub fn shown_command_line() -> String {
+        let shown = |text: &str| text.parse::<StoreAddress>().ok().map(|a| a.to_string());
+        std::env::args()
+            .map(|arg| match arg.strip_prefix("--store=") {
+                Some(url) => shown(url).map_or(arg.clone(), |url| format!("--store={url}")),
+                None => shown(&arg).unwrap_or(arg),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Whether it is a server rather than the simulation.
     pub fn is_real(&self) -> bool {
         !matches!(self, StoreAddress::Sim)
