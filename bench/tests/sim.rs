@@ -97,3 +97,55 @@ fn answers_come_back_no_sooner_than_one_rtt_after_they_were_sent() {
     store.stop();
     assert_eq!(block_on(store.read(0)), Err(StoreError::Stopped));
 }
+
+#[test]
+fn a_trip_writes_each_key_from_its_own_version() {
+    let store = SimStore::start(8, Duration::ZERO).unwrap();
+    assert_eq!(block_on(store.apply(5, 2, 2)), Ok(0));
+    let writes = [(1, 3, 30), (5, 1, 7), (7, 4, 4)]
+        .map(|(key, count, sum)| ferry_bench::store::Write { key, count, sum });
+    let started = block_on(store.apply_many(writes.to_vec()));
+    assert_eq!(started, vec![Ok(0), Ok(2), Ok(0)]);
+    assert_eq!(block_on(store.read(5)), Ok(3));
+    assert_eq!(block_on(store.read(7)), Ok(4));
+    assert_eq!(
+        store.contents(),
+        Contents {
+            inputs: 10,
+            sum: 43
+        }
+    );
+    assert_eq!(store.conflicts(), 0);
+}
+
+#[test]
+fn the_stream_is_read_and_appended_to_at_positions_of_its_own() {
+    let store = SimStore::start(1, Duration::ZERO).unwrap();
+    assert_eq!(block_on(store.read_stream()), Ok(0));
+    assert_eq!(block_on(store.append(4, 10)), Ok(0));
+    assert_eq!(block_on(store.append(2, 1)), Ok(4));
+    assert_eq!(block_on(store.read_stream()), Ok(6));
+    assert_eq!(store.contents(), Contents { inputs: 6, sum: 11 });
+}
+
+#[test]
+fn the_key_cost_is_kept_and_a_slowdown_lengthens_round_trips_inside_its_window() {
+    let rtt = Duration::from_millis(1);
+    let store = SimStore::start(2, rtt).unwrap();
+    assert_eq!(store.key_cost(), Duration::ZERO);
+    store.set_key_cost(Duration::from_micros(3));
+    assert_eq!(store.key_cost(), Duration::from_micros(3));
+    store.set_key_cost(Duration::ZERO);
+    // Twenty times as long for the next second: a batch's two round trips
+    // take at least 40 ms (a lower bound only: a busy machine is slower).
+    let now = Instant::now();
+    store.slow_down(now, now + Duration::from_secs(1), 20);
+    let sent = Instant::now();
+    assert_eq!(block_on(store.apply(0, 1, 1)), Ok(0));
+    assert!(sent.elapsed() >= 40 * rtt, "{:?}", sent.elapsed());
+    // A window already over slows nothing: the batch is answered, and its
+    // version follows.
+    store.slow_down(now, now, 20);
+    assert_eq!(block_on(store.apply(0, 1, 1)), Ok(1));
+    store.stop();
+}
