@@ -453,3 +453,23 @@ fn kafka_s_help_has_kafka_s_options_only() {
         assert!(!compare.contains(other), "{other} left out of:\n{compare}");
     }
 }
+
+#[test]
+fn a_runs_heading_says_its_keys_and_its_loop() {
+    let args = compare(&["--keys", "100000", "--dist", "uniform", "--clients", "2000"]);
+    assert_eq!(args.load.describe_keys(), "100,000 keys uniform");
+    assert_eq!(args.load.describe_loop(), "closed loop 2,000 clients");
+    let calls = compare(&["--clients", "8", "--per-call", "16"]);
+    assert_eq!(
+        calls.load.describe_loop(),
+        "closed loop 8 clients, 16 inputs a call"
+    );
+    let open = compare(&["--rate", "25000", "--dist", "zipf:1"]);
+    assert_eq!(open.load.describe_loop(), "open loop 25,000 inputs/s");
+    // The distribution as the flag reads it back.
+    assert_eq!(open.load.describe_keys(), "1,000 keys zipf:1.0");
+    assert_eq!(
+        "zipf:1.0".parse::<KeyDist>(),
+        Ok(KeyDist::Zipf { exponent: 1.0 })
+    );
+}
