@@ -237,7 +237,7 @@ pub struct Settings {
     pub max_trip_batches: usize,
     /// Trips in flight at once per `ferry-trips` shard; `multi-key` runs
     /// this many workers per shard of the largest shard count measured.
-    pub max_trips_in_flight: usize,
+    pub max_in_flight_trips: usize,
     /// How long a ferry batch whose write's outcome was lost retries it
     /// before its callers get the unknown outcome (zero: at once). Only
     /// systems that keep a key's batches one at a time can look for a lost
