@@ -142,6 +142,19 @@ fn the_in_flight_bounds_are_named_alike() {
     assert!(old.contains("--max-trips-in-flight"), "{old}");
 }
 
+/// A bound of the load reads as every other bound does, `--max-…`.
+#[test]
+fn the_open_loop_s_bound_is_a_max_flag() {
+    let args = compare(&["--rate", "1000", "--max-outstanding", "50"]);
+    assert_eq!(args.load.max_outstanding, 50);
+    assert_eq!(args.check(), Ok(()));
+    let why = compare(&["--rate", "1000", "--max-outstanding", "0"])
+        .check()
+        .expect_err("nothing awaited");
+    assert!(why.contains("--max-outstanding"), "{why}");
+    refused(&["--outstanding-max", "50"]);
+}
+
 #[test]
 fn calls_of_many_inputs_are_for_a_closed_loop_without_timeout() {
     assert_eq!(compare(&["--per-call", "500"]).check(), Ok(()));
