@@ -400,7 +400,7 @@ fn run_system(workload: &Workload, kind: SystemKind) -> (usize, u64, Runtime) {
         pool_connections: SHARDS,
         max_queue_time: None,
         max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
-        max_trips_in_flight: 4,
+        max_in_flight_trips: 4,
         retry_unknown: DEFAULT_RETRY_UNKNOWN,
         fence: Fence::On,
     };

@@ -63,7 +63,7 @@
 //!     pool_connections: 2,
 //!     max_queue_time: None,
 //!     max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
-//!     max_trips_in_flight: 4,
+//!     max_in_flight_trips: 4,
 //!     retry_unknown: systems::DEFAULT_RETRY_UNKNOWN,
 //!     fence: store::Fence::On,
 //! };

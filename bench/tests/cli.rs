@@ -120,6 +120,41 @@ fn ferry_flags_default_to_the_engine_defaults() {
     assert_eq!(args.trips.max_trip_batches, ferry::DEFAULT_MAX_TRIP_BATCHES);
 }
 
+/// The two slot bounds read the same way, as the library's
+/// `max_in_flight_batches`: batches for the systems of batches, trips for
+/// ferry-trips; neither may be 0, and there is no other spelling.
+#[test]
+fn the_in_flight_bounds_are_named_alike() {
+    let args = compare(&["--max-in-flight-batches", "8", "--max-in-flight-trips", "3"]);
+    assert_eq!(args.engine.max_in_flight_batches, 8);
+    assert_eq!(args.trips.max_in_flight_trips, 3);
+    let settings = args.engine.settings(1, &args.trips);
+    assert_eq!(
+        (settings.max_in_flight_batches, settings.max_in_flight_trips),
+        (8, 3)
+    );
+    assert_eq!(args.check(), Ok(()));
+    let why = compare(&["--max-in-flight-trips", "0"])
+        .check()
+        .expect_err("no trip in flight");
+    assert!(why.contains("--max-in-flight-trips"), "{why}");
+    let old = refused(&["--max-trips-in-flight", "3"]);
+    assert!(old.contains("--max-trips-in-flight"), "{old}");
+}
+
+/// A bound of the load reads as every other bound does, `--max-…`.
+#[test]
+fn the_open_loop_s_bound_is_a_max_flag() {
+    let args = compare(&["--rate", "1000", "--max-outstanding", "50"]);
+    assert_eq!(args.load.max_outstanding, 50);
+    assert_eq!(args.check(), Ok(()));
+    let why = compare(&["--rate", "1000", "--max-outstanding", "0"])
+        .check()
+        .expect_err("nothing awaited");
+    assert!(why.contains("--max-outstanding"), "{why}");
+    refused(&["--outstanding-max", "50"]);
+}
+
 #[test]
 fn calls_of_many_inputs_are_for_a_closed_loop_without_timeout() {
     assert_eq!(compare(&["--per-call", "500"]).check(), Ok(()));
@@ -248,7 +283,7 @@ fn tune_reads_its_search_and_the_shared_groups() {
         "16",
         "--sweep-shards",
         "1,2",
-        "--max-trips-in-flight",
+        "--max-in-flight-trips",
         "2",
         "--keys",
         "100",
@@ -259,6 +294,7 @@ fn tune_reads_its_search_and_the_shared_groups() {
     assert_eq!(args.tune_p99, Some(Duration::from_millis(20)));
     assert_eq!(args.tune_points, 6);
     assert_eq!(args.tune_slots, [1, 2]);
+    assert_eq!(args.trips.max_in_flight_trips, 2);
     assert_eq!(args.load.keys, 100);
     assert_eq!(args.duration(), Duration::from_secs(2));
     assert_eq!(args.check(), Ok(()));

@@ -92,12 +92,11 @@ pub use crate::value::shard_id::ShardId;
 pub use crate::value::trip_fn::TripFn;
 
 /// The pieces a shard is made of, for the crate's own tests (simulations,
-/// models, loom checks), its micro-benchmark, `ferry-bench`'s baselines
-/// and the engine's shard types. Hidden from the docs and outside any
-/// promise: they change with the shard's insides, and a user reaches a
-/// shard through [`Shard`]. Only what one of those users names is here;
-/// the answer cell's shared-memory insides (its state words and sending
-/// end) are not.
+/// models, loom checks), its micro-benchmark and the engine's shard types.
+/// Hidden from the docs and outside any promise: they change with the
+/// shard's insides, and a user reaches a shard through [`Shard`]. Only
+/// what one of those users names is here; the answer cell's shared-memory
+/// insides (its state words and sending end) are not.
 #[doc(hidden)]
 pub mod parts {
     // `ferry` names these in its shards' types.
@@ -105,8 +104,8 @@ pub mod parts {
     pub use crate::queue::fifo::Fifo;
     pub use crate::queue::lanes::Lanes;
     pub use crate::queue::seam::Queue;
-    // `ferry-bench`'s single-lock baseline drives `Lanes` by hand.
-    pub use crate::queue::lanes::{Batch, LaneId};
+    // The lanes' tests hand `Lanes::complete` the lane a batch came from.
+    pub use crate::queue::lanes::LaneId;
     // The step-by-step tests (simulations, models, loom checks) and the
     // engine's allocation test reach the core, the intake and the answer
     // cells: only with the `internals` feature, which only their

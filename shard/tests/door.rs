@@ -7,9 +7,9 @@
 use std::fs;
 use std::path::Path;
 
-/// The most names the crate exports by default (`Offer` is the one value
-/// a submit takes, in place of six arguments).
-const MOST: usize = 36;
+/// The most names the crate exports by default: 30 at its root, 5 in
+/// `parts`.
+const MOST: usize = 35;
 
 #[test]
 fn the_door_is_narrow() {

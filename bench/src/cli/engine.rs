@@ -110,7 +110,7 @@ pub struct TripArgs {
     /// Trips in flight at once per ferry-trips shard; multi-key runs this
     /// many workers per shard (of the largest shard count measured)
     #[arg(long, hide_short_help = true, value_name = "M", default_value_t = 4)]
-    pub max_trips_in_flight: usize,
+    pub max_in_flight_trips: usize,
 }
 
 /// `--runtime`'s value.
@@ -182,7 +182,7 @@ impl EngineArgs {
             pool_connections,
             max_queue_time: None,
             max_trip_batches: trips.max_trip_batches,
-            max_trips_in_flight: trips.max_trips_in_flight,
+            max_in_flight_trips: trips.max_in_flight_trips,
             retry_unknown: DEFAULT_RETRY_UNKNOWN,
             fence: Fence::On,
         }
@@ -195,8 +195,8 @@ impl TripArgs {
         if self.max_trip_batches == 0 {
             return Err("--max-trip-batches must be at least 1".to_string());
         }
-        if self.max_trips_in_flight == 0 {
-            return Err("--max-trips-in-flight must be at least 1".to_string());
+        if self.max_in_flight_trips == 0 {
+            return Err("--max-in-flight-trips must be at least 1".to_string());
         }
         Ok(())
     }
@@ -208,7 +208,7 @@ impl Default for TripArgs {
     fn default() -> TripArgs {
         TripArgs {
             max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
-            max_trips_in_flight: 4,
+            max_in_flight_trips: 4,
         }
     }
 }

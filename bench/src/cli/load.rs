@@ -69,7 +69,7 @@ pub struct LoadArgs {
         value_name = "N",
         default_value_t = 100_000
     )]
-    pub outstanding_max: usize,
+    pub max_outstanding: usize,
 
     /// Seed for key choice
     #[arg(long, hide_short_help = true, value_name = "SEED", default_value_t = 1)]
@@ -88,7 +88,7 @@ impl LoadArgs {
         let at_least_one = [
             ("--keys", self.keys as usize),
             ("--generators", self.generators),
-            ("--outstanding-max", self.outstanding_max),
+            ("--max-outstanding", self.max_outstanding),
         ];
         for (flag, value) in at_least_one {
             if value == 0 {
@@ -131,7 +131,7 @@ impl LoadArgs {
         let mode = if self.rate > 0.0 {
             Mode::Open {
                 rate: self.rate,
-                outstanding_max: self.outstanding_max,
+                outstanding_max: self.max_outstanding,
             }
         } else {
             Mode::Closed {

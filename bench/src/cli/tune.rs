@@ -21,7 +21,7 @@ const DURATION: Duration = Duration::from_secs(2);
 
 /// Search ferry-trips' settings instead of comparing systems
 ///
-/// A coordinate search: from --shards, --max-trips-in-flight and
+/// A coordinate search: from --shards, --max-in-flight-trips and
 /// --max-trip-batches (each value joins its list), one setting at a time
 /// over its values (shards: 1 to the CPUs this process may use, or
 /// --sweep-shards; --tune-slots; --tune-trip-batches) around the best point
@@ -46,7 +46,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     pub sweep_shards: Vec<usize>,
 
-    /// The slots (--max-trips-in-flight) tried
+    /// The slots (--max-in-flight-trips) tried
     #[arg(
         long,
         hide_short_help = true,
@@ -151,7 +151,7 @@ impl TuneArgs {
             },
             Point {
                 shards: start_shards,
-                slots: self.trips.max_trips_in_flight,
+                slots: self.trips.max_in_flight_trips,
                 trip_batches: self.trips.max_trip_batches,
             },
             self.tune_points,

@@ -113,7 +113,7 @@ pub fn with_system<W: WithSystem>(
             then.with(name, Some(shards), system)
         }
         SystemKind::MultiKey => {
-            let workers = settings.max_trips_in_flight * connections;
+            let workers = settings.max_in_flight_trips * connections;
             let system = SingleLockFifo::start(settings, workers, store, connections, Apply::Keys)
                 .map_err(could_not_start)?;
             then.with(name, None, system)

@@ -1,6 +1,6 @@
 //! `ferry-load tune`: a search of ferry-trips' settings under one store and load:
 //! its shard count, its slots (trips in flight per shard,
-//! `max_trips_in_flight`) and its keys' batches per trip
+//! `max_in_flight_trips`) and its keys' batches per trip
 //! (`max_trip_batches`). Every point tried is one measured run
 //! ([`crate::run::compare::run`]); the best is the one with the highest
 //! throughput among those that lost nothing, whose read-back matched (and,
@@ -49,7 +49,7 @@ use crate::sources::load::{Load, Progress};
 use crate::store::{Store, StoreAddress};
 use crate::systems::{Settings, SystemKind};
 
-/// The slots (`--max-trips-in-flight`) tried by default.
+/// The slots (`--max-in-flight-trips`) tried by default.
 pub const DEFAULT_SLOTS: [usize; 5] = [1, 2, 4, 8, 16];
 /// The keys' batches per trip (`--max-trip-batches`) tried by default.
 pub const DEFAULT_TRIP_BATCHES: [usize; 4] = [16, 64, 256, 1024];
@@ -130,7 +130,7 @@ fn pass(
 /// `settings` with ferry-trips at `point`'s slots and trip size.
 pub fn settings_at(settings: &Settings, point: Point) -> Settings {
     Settings {
-        max_trips_in_flight: point.slots,
+        max_in_flight_trips: point.slots,
         max_trip_batches: point.trip_batches,
         ..settings.clone()
     }

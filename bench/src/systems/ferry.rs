@@ -2,7 +2,7 @@
 //! [`Connection::apply`](crate::store::Connection::apply) per batch;
 //! `ferry-trips`: the same engine with a trip function, one
 //! [`Connection::apply_many`](crate::store::Connection::apply_many) per
-//! trip of up to `max_trip_batches` keys, `max_trips_in_flight` trips in
+//! trip of up to `max_trip_batches` keys, `max_in_flight_trips` trips in
 //! flight per shard.
 //!
 //! On a real store both go through `ferry::entity`: the library's
@@ -109,7 +109,7 @@ impl FerrySystem {
         let builder = Self::builder(settings, shards, store, kind)?;
         if kind == SystemKind::FerryTrips {
             let engine = builder
-                .max_in_flight_batches(settings.max_trips_in_flight)
+                .max_in_flight_batches(settings.max_in_flight_trips)
                 .max_trip_batches(settings.max_trip_batches)
                 .try_start_trips(move |_shard| async move {
                     let link = link_to(store).await?;
@@ -162,7 +162,7 @@ impl FerrySystem {
         entity_store: EntityStore,
     ) -> Result<Self, String> {
         let (slots, per_trip) = match kind {
-            SystemKind::FerryTrips => (settings.max_trips_in_flight, settings.max_trip_batches),
+            SystemKind::FerryTrips => (settings.max_in_flight_trips, settings.max_trip_batches),
             _ => (settings.max_in_flight_batches, 1),
         };
         let builder = Self::builder(settings, shards, store, kind)?

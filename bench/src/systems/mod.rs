@@ -2,8 +2,9 @@
 //! [`Store`]. Per key (`ferry-load compare`, [`SystemKind`]):
 //!
 //! - [`ferry`]: this engine;
-//! - [`single_lock`]: the design Ferry grew from, ported: every lane in one
-//!   `Lanes` behind one mutex, workers shared by all keys, on tokio;
+//! - [`single_lock`]: the design Ferry grew from, ported: every key's lane
+//!   in one [`KeyLanes`](key_lanes::KeyLanes) behind one mutex, workers
+//!   shared by all keys, on tokio;
 //! - [`batch_aint_one`]: the `batch-aint-one` crate, one batch per key;
 //! - [`unbatched`]: one store round trip per input, serialised per key.
 //!
@@ -39,6 +40,7 @@ use crate::store::{Fence, Store};
 pub mod batch_aint_one;
 pub mod batcher;
 pub mod ferry;
+pub mod key_lanes;
 mod locked;
 mod lost_writes;
 pub mod single_lock;
@@ -235,7 +237,7 @@ pub struct Settings {
     pub max_trip_batches: usize,
     /// Trips in flight at once per `ferry-trips` shard; `multi-key` runs
     /// this many workers per shard of the largest shard count measured.
-    pub max_trips_in_flight: usize,
+    pub max_in_flight_trips: usize,
     /// How long a ferry batch whose write's outcome was lost retries it
     /// before its callers get the unknown outcome (zero: at once). Only
     /// systems that keep a key's batches one at a time can look for a lost
@@ -317,7 +319,7 @@ pub enum SystemKind {
     FerryWithdraw,
     /// This engine with a trip function: many keys' batches in one request.
     FerryTrips,
-    /// One `Lanes` behind one mutex, shared workers.
+    /// Every key's lane behind one mutex, shared workers.
     SingleLock,
     /// The `batch-aint-one` crate.
     BatchAintOne,

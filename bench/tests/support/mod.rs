@@ -27,7 +27,7 @@ pub fn settings() -> Settings {
         pool_connections: 1,
         max_queue_time: None,
         max_trip_batches: ferry::DEFAULT_MAX_TRIP_BATCHES,
-        max_trips_in_flight: 4,
+        max_in_flight_trips: 4,
         retry_unknown: ferry_bench::systems::DEFAULT_RETRY_UNKNOWN,
         fence: ferry_bench::store::Fence::On,
     }

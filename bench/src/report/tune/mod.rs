@@ -2,7 +2,7 @@
 //! found, and how that is shown.
 //!
 //! The search varies three settings, each an [`Axis`]: the shard count, the
-//! slots (trips in flight per shard, `max_trips_in_flight`) and the keys'
+//! slots (trips in flight per shard, `max_in_flight_trips`) and the keys'
 //! batches per trip (`max_trip_batches`). A [`Plan`] holds the [`Grid`] of
 //! values each may take, the start [`Point`], a point budget and a p99
 //! budget; every point measured is [`Tried`], and the [`Tuning`] holds them
@@ -24,7 +24,7 @@
 //! // The start's values join the grid.
 //! assert_eq!(plan.grid.slots, [1, 4, 8]);
 //! assert_eq!(plan.grid.size(), 2 * 3 * 2);
-//! assert_eq!(start.flags(), "--shards 2 --max-trips-in-flight 4 --max-trip-batches 256");
+//! assert_eq!(start.flags(), "--shards 2 --max-in-flight-trips 4 --max-trip-batches 256");
 //! ```
 
 use std::time::Duration;
@@ -51,7 +51,7 @@ pub const SEARCH_NAME: &str = "coordinate search";
 pub enum Axis {
     /// The shard count (`--shards`).
     Shards,
-    /// Trips in flight per shard (`--max-trips-in-flight`).
+    /// Trips in flight per shard (`--max-in-flight-trips`).
     Slots,
     /// Keys' batches per trip at most (`--max-trip-batches`).
     TripBatches,
@@ -76,18 +76,18 @@ impl Axis {
 pub struct Point {
     /// Shards.
     pub shards: usize,
-    /// Trips in flight per shard (`max_trips_in_flight`).
+    /// Trips in flight per shard (`max_in_flight_trips`).
     pub slots: usize,
     /// Keys' batches per trip at most (`max_trip_batches`).
     pub trip_batches: usize,
 }
 
 impl Point {
-    /// The point as `ferry-load` flags: `--shards 2 --max-trips-in-flight 4
+    /// The point as `ferry-load` flags: `--shards 2 --max-in-flight-trips 4
     /// --max-trip-batches 256`.
     pub fn flags(self) -> String {
         format!(
-            "--shards {} --max-trips-in-flight {} --max-trip-batches {}",
+            "--shards {} --max-in-flight-trips {} --max-trip-batches {}",
             self.shards, self.slots, self.trip_batches
         )
     }

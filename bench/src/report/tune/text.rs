@@ -40,7 +40,7 @@ pub fn header(plan: &Plan) -> String {
     );
     let _ = writeln!(
         out,
-        "grid: shards {}; slots (--max-trips-in-flight) {}; trip batches (--max-trip-batches) {}; start: {}",
+        "grid: shards {}; slots (--max-in-flight-trips) {}; trip batches (--max-trip-batches) {}; start: {}",
         list(&plan.grid.shards),
         list(&plan.grid.slots),
         list(&plan.grid.trip_batches),
