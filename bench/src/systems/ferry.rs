@@ -41,7 +41,7 @@ use crate::store::{
     Connection, EntityStore, Fence, Store, StoreError, Write, RECONNECT_FIRST, RECONNECT_MAX,
 };
 use crate::systems::lost_writes::Retry;
-use crate::systems::{in_flags, outputs, Call, Outcome, Settings, System, SystemKind};
+use crate::systems::{in_flags, outputs_over, Call, Outcome, Settings, System, SystemKind};
 
 /// The runtime of the shards of ferry (or batcher) on `store`: the one
 /// asked for on the sim; tokio on a real store, whose tokio-based client
@@ -135,7 +135,7 @@ impl FerrySystem {
                             if applied.is_ok() {
                                 event_time::note_applied(key, &inputs);
                             }
-                            applied.map(|version| outputs(version, count))
+                            applied.map(|version| outputs_over(inputs, version))
                         }
                     }
                 })
@@ -335,7 +335,7 @@ async fn apply_through(
     if applied.is_ok() {
         event_time::note_applied(key, &inputs);
     }
-    applied.map(|version| outputs(version, write.count))
+    applied.map(|version| outputs_over(inputs, version))
 }
 
 /// A trip through the shard's link: one request for every key's batch,
@@ -368,15 +368,13 @@ pub(crate) async fn carry(
         link.broken(&connection);
     }
     let applied = retry.settle_all(&link, &writes, applied).await;
-    for ((key, inputs), applied) in trip.iter().zip(&applied) {
-        if applied.is_ok() {
-            event_time::note_applied(*key, inputs);
-        }
-    }
-    applied
-        .into_iter()
-        .zip(&writes)
-        .map(|(applied, write)| applied.map(|version| outputs(version, write.count)))
+    trip.into_iter()
+        .zip(applied)
+        .map(|((key, inputs), applied)| {
+            let version = applied?;
+            event_time::note_applied(key, &inputs);
+            Ok(outputs_over(inputs, version))
+        })
         .collect()
 }
 

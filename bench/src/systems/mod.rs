@@ -476,3 +476,15 @@ pub(crate) fn tokio_runtime(
 pub fn outputs(version: u64, count: u64) -> Vec<u64> {
     (version + 1..=version + count).collect()
 }
+
+/// [`outputs`] for the batch `inputs`, written over the inputs in their own
+/// vector: a batch (or trip) function that answers this way hands its
+/// shard back the vector it was given, which the shard keeps for the next
+/// batch's inputs, so a batch of ferry's costs no allocation and no free.
+pub fn outputs_over(mut inputs: Vec<u64>, version: u64) -> Vec<u64> {
+    let count = inputs.len() as u64;
+    for (output, place) in inputs.iter_mut().zip(1..=count) {
+        *output = version + place;
+    }
+    inputs
+}

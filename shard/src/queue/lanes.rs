@@ -346,6 +346,75 @@ struct Deadline {
 /// inputs waiting now (G5). Measured by the soak run in docs/benchmarks.md.
 const LANE_CAPACITY_KEPT_MAX: usize = 8;
 
+/// Larger buffers of removed lanes kept for lanes that outgrow their
+/// place's, at most: a hot key's lane is removed whenever its batch
+/// completes with nothing behind it, and made again, small, at its next
+/// input; growing it back one doubling at a time cost a reallocation and
+/// a copy per doubling. A few cover the hot keys; the rest are freed.
+const BUFFERS_KEPT_MAX: usize = 16;
+
+/// The most room a kept buffer may have, in inputs: with
+/// `BUFFERS_KEPT_MAX`, what the kept buffers can hold in all is bounded by
+/// a constant, whatever the keys (G5).
+const BUFFER_KEPT_ROOM_MAX: usize = 512;
+
+/// Emptied lane buffers kept apart from the places (see `BUFFERS_KEPT_MAX`).
+#[derive(Debug)]
+struct BuffersKept<T> {
+    /// Larger than a place keeps: for lanes that outgrow theirs.
+    large: Vec<VecDeque<Waiting<T>>>,
+    /// A place's own, left by lanes that moved into a large one: for the
+    /// places whose lane leaves with its large buffer.
+    small: Vec<VecDeque<Waiting<T>>>,
+}
+
+impl<T> BuffersKept<T> {
+    fn new() -> Self {
+        Self {
+            large: Vec::new(),
+            small: Vec::new(),
+        }
+    }
+
+    /// A lane's `inputs`, full, is about to grow: it moves into the
+    /// largest kept buffer, if that has more room, instead of growing where
+    /// it is, and its own buffer is kept for a place. Out of line: a lane
+    /// outgrows its buffer once per doubling at most.
+    #[cold]
+    #[inline(never)]
+    fn outgrow(&mut self, inputs: &mut VecDeque<Waiting<T>>) {
+        let Some((at, _)) = self
+            .large
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, buffer)| buffer.capacity())
+            .filter(|(_, buffer)| buffer.capacity() > inputs.len())
+        else {
+            return;
+        };
+        let mut buffer = self.large.swap_remove(at);
+        debug_assert!(buffer.is_empty());
+        buffer.extend(inputs.drain(..));
+        let own = std::mem::replace(inputs, buffer);
+        if own.capacity() <= LANE_CAPACITY_KEPT_MAX && self.small.len() < BUFFERS_KEPT_MAX {
+            self.small.push(own);
+        }
+    }
+
+    /// The emptied `inputs` of a removed lane, larger than a place keeps,
+    /// is kept if there is room (and freed otherwise); the place gets a
+    /// small buffer back if one is kept.
+    #[cold]
+    #[inline(never)]
+    fn keep(&mut self, inputs: &mut VecDeque<Waiting<T>>) {
+        debug_assert!(inputs.is_empty() && inputs.capacity() > LANE_CAPACITY_KEPT_MAX);
+        let buffer = std::mem::replace(inputs, self.small.pop().unwrap_or_default());
+        if self.large.len() < BUFFERS_KEPT_MAX && buffer.capacity() <= BUFFER_KEPT_ROOM_MAX {
+            self.large.push(buffer);
+        }
+    }
+}
+
 /// All lanes of one shard. `K` is the key; `T` is whatever the caller keeps
 /// per input (the engine keeps the input and its reply handle).
 ///
@@ -381,6 +450,10 @@ pub struct Lanes<K, T> {
     places: Vec<Lane<K, T>>,
     /// Places whose lane was removed, to be reused first.
     places_free: Vec<u32>,
+    /// Emptied buffers kept for lanes that outgrow theirs (at most
+    /// `BUFFERS_KEPT_MAX` large ones, each of at most `BUFFER_KEPT_ROOM_MAX`
+    /// inputs, and as many small ones).
+    buffers_kept: BuffersKept<T>,
     /// Place of each live lane, found by the key's hash.
     index: LaneIndex,
     /// The ready lanes, first come first served (G7): every lane in state
@@ -442,6 +515,7 @@ where
             config,
             places: Vec::new(),
             places_free: Vec::new(),
+            buffers_kept: BuffersKept::new(),
             index: LaneIndex::default(),
             ready: VecDeque::new(),
             ready_stale: 0,
@@ -605,6 +679,9 @@ where
             weight,
             item,
         };
+        if lane.inputs.len() == lane.inputs.capacity() {
+            self.buffers_kept.outgrow(&mut lane.inputs);
+        }
         match lane.inputs.back() {
             Some(last) if last.rank > rank => lane.insert_by_rank(waiting),
             _ => lane.inputs.push_back(waiting),
@@ -1169,7 +1246,7 @@ where
         lane.epoch = lane.epoch.wrapping_add(1);
         lane.state = LaneState::Waiting;
         if lane.inputs.capacity() > LANE_CAPACITY_KEPT_MAX {
-            lane.inputs = VecDeque::new();
+            self.buffers_kept.keep(&mut lane.inputs);
         }
         self.index.remove(hash, place);
         self.places_free.push(place);
