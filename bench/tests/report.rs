@@ -247,6 +247,31 @@ fn unknown_outcomes_bound_what_the_read_back_may_hold_beyond_the_successes() {
 }
 
 #[test]
+fn the_first_error_of_failed_inputs_is_told_and_carried_in_the_json() {
+    let clean = run("multi-key", None, 1_000.0);
+    assert!(!read_backs(std::slice::from_ref(&clean)).contains("answered with an error"));
+    let json = serde_json::to_value(&clean).expect("a run serializes");
+    assert!(json.get("first_failure").is_none(), "{json}");
+
+    let failed = RunResult {
+        completed: 7,
+        completed_sum: 7,
+        applied: 7,
+        applied_sum: 7,
+        failed: 3,
+        first_failure: Some("deadlock detected".into()),
+        ..clean
+    };
+    let told = read_backs(std::slice::from_ref(&failed));
+    assert!(
+        told.contains("  3 inputs answered with an error, the first: deadlock detected"),
+        "{told}"
+    );
+    let json = serde_json::to_value(&failed).expect("a run serializes");
+    assert_eq!(json["first_failure"], "deadlock detected", "{json}");
+}
+
+#[test]
 fn json_has_the_spec_fields() {
     let runs = [run("ferry", Some(2), 1.0)];
     let json = serde_json::to_value(JsonReport {

@@ -45,6 +45,10 @@ pub struct RunResult {
     /// Inputs answered with an error (whole run) that leaves nothing
     /// applied.
     pub failed: u64,
+    /// The error the first of them was answered with (not in the JSON
+    /// when none failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
     /// Inputs answered with an error that leaves their outcome at the
     /// store unknown (whole run): the connection failed after the write
     /// was sent. The read-back tells how many were applied.
@@ -271,6 +275,7 @@ impl RunResult {
             submitted: measured.submitted,
             completed: measured.done,
             failed: measured.failed,
+            first_failure: measured.first_failure.clone(),
             unknown: measured.unknown,
             unknown_sum: measured.unknown_sum,
             applied: held.inputs,
@@ -370,6 +375,7 @@ impl RunResult {
             submitted: 10,
             completed: 10,
             failed: 0,
+            first_failure: None,
             unknown: 0,
             unknown_sum: 0,
             applied: 10,

@@ -207,34 +207,32 @@ pub fn problems(runs: &[RunResult]) -> Vec<String> {
 pub fn read_backs(runs: &[RunResult]) -> String {
     let mut out = String::new();
     for run in runs {
-        if run.unknown > 0 && run.timed_out == 0 {
-            let _ = writeln!(
-                out,
-                "read back, {}: {} inputs summing to {}; {}",
-                run.label(),
-                thousands(run.applied),
-                thousands(run.applied_sum),
-                unknown_verdict(run),
-            );
-            continue;
-        }
-        let verdict = if run.read_back_matches() {
-            "exactly the inputs answered with success".to_string()
+        let verdict = if run.unknown > 0 && run.timed_out == 0 {
+            format!("; {}", unknown_verdict(run))
+        } else if run.read_back_matches() {
+            ", exactly the inputs answered with success".to_string()
         } else if run.applied_beyond() > 0 {
             format!(
-                "NOT the inputs answered with success: {} more, applied twice",
+                ", NOT the inputs answered with success: {} more, applied twice",
                 thousands(run.applied_beyond())
             )
         } else {
-            "NOT the inputs answered with success".to_string()
+            ", NOT the inputs answered with success".to_string()
         };
         let _ = writeln!(
             out,
-            "read back, {}: {} inputs summing to {}, {verdict}",
+            "read back, {}: {} inputs summing to {}{verdict}",
             run.label(),
             thousands(run.applied),
             thousands(run.applied_sum),
         );
+        if let Some(error) = &run.first_failure {
+            let _ = writeln!(
+                out,
+                "  {} inputs answered with an error, the first: {error}",
+                thousands(run.failed)
+            );
+        }
     }
     out
 }

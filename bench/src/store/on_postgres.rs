@@ -47,10 +47,17 @@ const READ: &str = "SELECT version, value FROM ferry_load_keys WHERE key = $1";
 const WRITE: &str =
     "UPDATE ferry_load_keys SET version = $3, value = $4 WHERE key = $1 AND version = $2";
 const READ_MANY: &str = "SELECT key, version, value FROM ferry_load_keys WHERE key = ANY($1)";
+/// Every key's row is locked in key order (the sorted `FOR UPDATE`) before
+/// any is written: the join alone moves rows in the table's order, which
+/// two requests on overlapping keys can see differently and deadlock on
+/// (PostgreSQL breaks a deadlock only after a second, failing one of them).
 const WRITE_MANY: &str = "UPDATE ferry_load_keys AS t SET version = u.next, value = u.value \
-                          FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
+                          FROM (SELECT key FROM ferry_load_keys WHERE key = ANY($1) \
+                                ORDER BY key FOR UPDATE) AS l, \
+                               unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
                           AS u(key, expected, next, value) \
-                          WHERE t.key = u.key AND t.version = u.expected RETURNING t.key";
+                          WHERE t.key = l.key AND t.key = u.key AND t.version = u.expected \
+                          RETURNING t.key";
 const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value = value + $2 \
                       WHERE key = -1 RETURNING version - $1";
 
@@ -458,12 +465,6 @@ impl Conditional for Arc<PgConnection> {
     /// One `SELECT` of every key's row, then one `UPDATE` writing each on
     /// its own condition.
     async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
-        // In key order: two requests on overlapping keys (multi-key lets a
-        // key be in two at once) then lock their rows in one order instead
-        // of deadlocking, which PostgreSQL breaks only after a second.
-        let mut left = left.to_vec();
-        left.sort_unstable_by_key(|&at| writes[at].key);
-        let left = &left[..];
         let keys: Vec<i64> = left.iter().map(|&at| writes[at].key as i64).collect();
         let rows = self
             .client

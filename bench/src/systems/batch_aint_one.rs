@@ -188,7 +188,7 @@ impl System for BatchAintOne {
                 Err(BatchError::BatchFailed(err)) if err.is_unknown() => Outcome::Unknown,
                 // The batch's result was lost (its task gone): maybe sent.
                 Err(BatchError::Rx(_)) => Outcome::Unknown,
-                Err(_) => Outcome::Failed,
+                Err(err) => Outcome::Failed(err.to_string()),
             }
         })
     }

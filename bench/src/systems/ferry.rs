@@ -233,7 +233,7 @@ fn entity_outcome(answer: Result<u64, EntityError<u64, Infallible>>) -> Outcome 
         }
         Err(EntityError::Engine(FerryError::Expired { .. })) => Outcome::Expired,
         Err(EntityError::Engine(FerryError::Aborted)) => Outcome::Unknown,
-        Err(_) => Outcome::Failed,
+        Err(err) => Outcome::Failed(err.to_string()),
     }
 }
 
@@ -386,7 +386,7 @@ pub(crate) fn outcome(result: FerryOutcome) -> Outcome {
         Err(FerryError::Expired { .. }) => Outcome::Expired,
         Err(FerryError::Failed(err)) if err.is_unknown() => Outcome::Unknown,
         Err(FerryError::Aborted) => Outcome::Unknown,
-        Err(_) => Outcome::Failed,
+        Err(err) => Outcome::Failed(err.to_string()),
     }
 }
 

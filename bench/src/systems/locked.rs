@@ -267,7 +267,7 @@ fn outcome(received: Received) -> Outcome {
     match received {
         Ok(Ok(_)) => Outcome::Done,
         Ok(Err(err)) if err.is_unknown() => Outcome::Unknown,
-        Ok(Err(_)) => Outcome::Failed,
+        Ok(Err(err)) => Outcome::Failed(err.to_string()),
         Err(oneshot::Canceled) => Outcome::Unknown,
     }
 }

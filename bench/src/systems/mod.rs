@@ -48,14 +48,14 @@ pub mod single_lock_fifo;
 pub mod unbatched;
 
 /// How one input ended, as the load generator counts it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Applied by the store and answered with its output.
     Done,
     /// Answered with an error (the batch failed) that leaves nothing
     /// applied: never sent, refused by the store, or failed before its
-    /// write.
-    Failed,
+    /// write. It holds the error as the system said it.
+    Failed(String),
     /// Answered with an error that leaves its outcome at the store unknown:
     /// the connection failed after the write was sent
     /// ([`StoreError::Unknown`](crate::store::StoreError::Unknown)), or the

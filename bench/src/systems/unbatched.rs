@@ -113,6 +113,6 @@ fn outcome(applied: Result<u64, StoreError>) -> Outcome {
     match applied {
         Ok(_) => Outcome::Done,
         Err(err) if err.is_unknown() => Outcome::Unknown,
-        Err(_) => Outcome::Failed,
+        Err(err) => Outcome::Failed(err.to_string()),
     }
 }

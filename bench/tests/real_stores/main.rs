@@ -338,7 +338,11 @@ fn assert_clean(store: Store, result: &RunResult) {
         "{on}: nothing was answered: {result:?}"
     );
     assert_eq!(result.lost, 0, "{on}: {result:?}");
-    assert_eq!(result.failed, 0, "{on}: {result:?}");
+    assert_eq!(
+        result.failed, 0,
+        "{on}: inputs failed, the first with {:?}; {result:?}",
+        result.first_failure
+    );
     assert!(
         result.read_back_matches(),
         "{on}: the store holds {} inputs summing to {}, {} summing to {} were answered: {result:?}",

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use futures::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 
+use crate::base::lock;
 use crate::scenarios::event_time;
 use crate::scenarios::overload::{self};
 use crate::sources::dist::{KeySampler, Rng};
@@ -106,8 +107,9 @@ impl Local<'_> {
                 }
                 Some(answered)
             }
-            Outcome::Failed => {
+            Outcome::Failed(error) => {
                 bump(&published.failed, 1);
+                lock(&published.first_failure).get_or_insert(error);
                 None
             }
             Outcome::Unknown => {
@@ -157,12 +159,9 @@ impl Local<'_> {
         if local.is_empty() {
             return;
         }
-        let mut shared = self
-            .published
-            .latency
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        shared.add(&*local).expect("histograms of equal bounds");
+        lock(&self.published.latency)
+            .add(&*local)
+            .expect("histograms of equal bounds");
         local.reset();
     }
 }

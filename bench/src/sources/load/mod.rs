@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
 
+use crate::base::lock;
 use crate::scenarios::overload::{self, Slowdown};
 use crate::sources::dist::KeySampler;
 use crate::store::new_histogram;
@@ -125,6 +126,8 @@ pub struct Measured {
     /// Inputs answered with an error that leaves nothing applied (whole
     /// run).
     pub failed: u64,
+    /// The error the first of them was answered with.
+    pub first_failure: Option<String>,
     /// Inputs answered with an error that leaves their outcome at the
     /// store unknown ([`Outcome::Unknown`](crate::systems::Outcome::Unknown); whole run): applied or not,
     /// the read-back tells.
@@ -246,6 +249,8 @@ struct Published {
     done: AtomicU64,
     done_sum: AtomicU64,
     failed: AtomicU64,
+    /// The error of this generator's first failed input.
+    first_failure: Mutex<Option<String>>,
     unknown: AtomicU64,
     unknown_sum: AtomicU64,
     refused: AtomicU64,
@@ -269,6 +274,7 @@ impl Published {
             done: AtomicU64::new(0),
             done_sum: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            first_failure: Mutex::new(None),
             unknown: AtomicU64::new(0),
             unknown_sum: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -454,6 +460,9 @@ fn summarize(
             total.wrapping_add(p.done_sum.load(Ordering::Relaxed))
         }),
         failed: sum(|p| &p.failed),
+        first_failure: published
+            .iter()
+            .find_map(|p| lock(&p.first_failure).clone()),
         unknown: sum(|p| &p.unknown),
         unknown_sum: published.iter().fold(0, |total, p| {
             total.wrapping_add(p.unknown_sum.load(Ordering::Relaxed))
@@ -490,11 +499,9 @@ fn added_up(
 fn merge(published: &[CachePadded<Published>]) -> Histogram<u64> {
     let mut merged = new_histogram();
     for p in published {
-        let latency = p
-            .latency
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        merged.add(&*latency).expect("histograms of equal bounds");
+        merged
+            .add(&*lock(&p.latency))
+            .expect("histograms of equal bounds");
     }
     merged
 }
