@@ -5,7 +5,9 @@
 //! conflicts (see [`Rounds`]). What a read and a conditional write are on
 //! the server is each store's own ([`Conditional`]).
 
+use std::collections::hash_map::RandomState;
 use std::future::Future;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Attempt, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
@@ -71,14 +73,19 @@ pub(crate) async fn apply<C: Conditional>(
     })
 }
 
-/// A trip: rounds of [`Conditional::try_many`] until no key conflicts;
-/// per write, the version it started from.
+/// A trip: rounds of [`Conditional::try_many`] until no key conflicts,
+/// paused as [`Rounds::pause`] says (on the caller's tokio runtime); per
+/// write, the version it started from.
 pub(crate) async fn apply_many<C: Conditional>(
     mut connection: C,
     writes: Vec<Write>,
 ) -> Vec<Result<u64, StoreError>> {
     let mut rounds = Rounds::new(&writes);
     while let Some(left) = rounds.next() {
+        let pause = rounds.pause(RandomState::new().hash_one(left.len()));
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         let conflicts = rounds.settle(connection.try_many(&writes, &left).await);
         connection
             .conflicts()

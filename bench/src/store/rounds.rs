@@ -2,8 +2,16 @@
 //! keys, and the rounds of reads and conditional writes a batch makes.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::WRITE_ATTEMPTS_MAX;
+
+/// The longest pause before a round of a trip after the first two: 100 µs
+/// before the third, doubling each round up to this (see [`Rounds::pause`]).
+const PAUSE_MAX: Duration = Duration::from_millis(10);
+
+/// The longest pause before the third round.
+const PAUSE_FIRST: Duration = Duration::from_micros(100);
 
 /// Why a store request did not succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,6 +181,8 @@ impl From<StoreError> for RoundFailed {
 /// the writes not yet written, a conflict sends a write to the next round,
 /// and after [`WRITE_ATTEMPTS_MAX`] rounds what is left fails
 /// `ConflictsExhausted`; a round that fails as a whole fails what it tried.
+/// From the third round on, a round waits a random pause first (see
+/// [`Rounds::pause`]).
 pub(crate) struct Rounds {
     results: Vec<Result<u64, StoreError>>,
     left: Vec<usize>,
@@ -206,6 +216,23 @@ impl Rounds {
         Some(self.left.clone())
     }
 
+    /// How long to wait before the round [`Rounds::next`] just gave, drawn
+    /// from `random`: nothing before the first two, then up to
+    /// [`PAUSE_FIRST`], doubling each round to at most [`PAUSE_MAX`]. Two
+    /// requests that keep meeting on a key (multi-key lets a key be in
+    /// several at once; a system that keeps one batch per key never gets
+    /// here) are spread apart rather than racing again at once, where the
+    /// slower of them can lose every round to fresh requests.
+    pub(crate) fn pause(&self, random: u64) -> Duration {
+        if self.rounds < 3 {
+            return Duration::ZERO;
+        }
+        let longest = PAUSE_FIRST
+            .saturating_mul(1 << (self.rounds - 3).min(16))
+            .min(PAUSE_MAX);
+        Duration::from_nanos(random % (longest.as_nanos() as u64 + 1))
+    }
+
     /// What the round just tried gave; returns how many writes conflicted.
     pub(crate) fn settle(&mut self, attempt: Attempt) -> u64 {
         match attempt {
@@ -233,5 +260,38 @@ impl Rounds {
     /// Each write's result, in the trip's order.
     pub(crate) fn finish(self) -> Vec<Result<u64, StoreError>> {
         self.results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(rounds: u32) -> Rounds {
+        let mut trip = Rounds::new(&[Write {
+            key: 1,
+            count: 1,
+            sum: 1,
+        }]);
+        for _ in 0..rounds {
+            trip.next().expect("a round is due");
+        }
+        trip
+    }
+
+    #[test]
+    fn the_first_two_rounds_go_at_once_and_later_ones_pause_at_most_a_doubling_bound() {
+        for rounds in [1, 2] {
+            assert_eq!(after(rounds).pause(u64::MAX - 1), Duration::ZERO);
+        }
+        let longest = |rounds| after(rounds).pause(u64::MAX);
+        let top = |bound: Duration| bound.as_nanos() as u64;
+        assert_eq!(after(3).pause(top(PAUSE_FIRST)), PAUSE_FIRST);
+        assert!(longest(3) <= PAUSE_FIRST);
+        assert_eq!(after(4).pause(top(PAUSE_FIRST * 2)), PAUSE_FIRST * 2);
+        assert_eq!(after(4).pause(top(PAUSE_FIRST * 2) + 1), Duration::ZERO);
+        assert_eq!(after(100).pause(top(PAUSE_MAX)), PAUSE_MAX);
+        assert!(longest(100) <= PAUSE_MAX);
+        assert!((3..=100).all(|rounds| longest(rounds) <= PAUSE_MAX));
     }
 }
