@@ -51,12 +51,16 @@ const READ_MANY: &str = "SELECT key, version, value FROM ferry_load_keys WHERE k
 /// any is written: the join alone moves rows in the table's order, which
 /// two requests on overlapping keys can see differently and deadlock on
 /// (PostgreSQL breaks a deadlock only after a second, failing one of them).
-const WRITE_MANY: &str = "UPDATE ferry_load_keys AS t SET version = u.next, value = u.value \
-                          FROM (SELECT key FROM ferry_load_keys WHERE key = ANY($1) \
-                                ORDER BY key FOR UPDATE) AS l, \
-                               unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
+/// The locking runs once, as a materialised aggregate the join needs
+/// before its first row: as a subquery joined row by row it ran again for
+/// every key of the request (200 keys: 59 ms instead of 2).
+const WRITE_MANY: &str = "WITH locked AS MATERIALIZED (SELECT count(*) AS keys_locked FROM \
+                            (SELECT key FROM ferry_load_keys WHERE key = ANY($1) \
+                             ORDER BY key FOR UPDATE) AS l) \
+                          UPDATE ferry_load_keys AS t SET version = u.next, value = u.value \
+                          FROM locked, unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
                           AS u(key, expected, next, value) \
-                          WHERE t.key = l.key AND t.key = u.key AND t.version = u.expected \
+                          WHERE t.key = u.key AND t.version = u.expected AND locked.keys_locked >= 0 \
                           RETURNING t.key";
 const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value = value + $2 \
                       WHERE key = -1 RETURNING version - $1";
