@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ferry::entity::POSTGRES_FILLFACTOR;
 use tokio_postgres::config::Host;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls, Statement};
@@ -111,9 +112,12 @@ impl PgStore {
             .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
             .and_then(|row| row.try_get(0))
             .map_err(|err| format!("{shown}: {}", said(&err)))?;
+        // Pages filled as the library fills its entity tables, so that the
+        // systems compared meet the same storage (updates stay in their page).
         let create = format!(
             "DROP TABLE IF EXISTS {TABLE}; \
-             CREATE TABLE {TABLE} (key bigint PRIMARY KEY, version bigint NOT NULL, value bigint NOT NULL)"
+             CREATE TABLE {TABLE} (key bigint PRIMARY KEY, version bigint NOT NULL, value bigint NOT NULL) \
+             WITH (fillfactor = {POSTGRES_FILLFACTOR})"
         );
         runtime
             .block_on(client.batch_execute(&create))

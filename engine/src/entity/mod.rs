@@ -76,6 +76,6 @@ pub use options::{Options, DEFAULT_REMEMBER, DEFAULT_RESOLVE_WITHIN, DEFAULT_WRI
 pub use store::{Append, Connection, Row, Store, StoreError, Write};
 
 #[cfg(feature = "postgres")]
-pub use postgres::{PgConnection, PgKey, PostgresStore};
+pub use postgres::{PgConnection, PgKey, PostgresStore, POSTGRES_FILLFACTOR};
 #[cfg(feature = "redis")]
 pub use redis::{RedisConnection, RedisStore};

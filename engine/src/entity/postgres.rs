@@ -734,13 +734,26 @@ SELECT key FROM landed"#
     }
 }
 
+/// How full PostgreSQL fills the pages of an entity table it creates, in
+/// percent. Every write rewrites a row; with room left in its page the new
+/// version stays there and the key's index is not touched (a "HOT"
+/// update: one WAL record a row instead of three, measured on a trip of
+/// 175 rows). The events table only grows, and keeps the default. A table
+/// that already exists is used as it is (`ALTER TABLE … SET (fillfactor =
+/// 50)` applies to pages written from then on).
+///
+/// ```
+/// assert!((10..=100).contains(&ferry::entity::POSTGRES_FILLFACTOR));
+/// ```
+pub const POSTGRES_FILLFACTOR: u8 = 50;
+
 /// Both tables' creation, in one multi-statement query (one implicit
 /// transaction), under an advisory lock of the table's name.
 fn create_tables_sql(table: &str, key_type: &str) -> String {
     let events = format!("{table}{EVENTS_SUFFIX}");
     format!(
         r#"SELECT pg_advisory_xact_lock(hashtext('ferry.entity'), hashtext('{table}'));
-CREATE TABLE IF NOT EXISTS "{table}" (key {key_type} PRIMARY KEY, version bigint NOT NULL, epoch bigint NOT NULL, state bytea);
+CREATE TABLE IF NOT EXISTS "{table}" (key {key_type} PRIMARY KEY, version bigint NOT NULL, epoch bigint NOT NULL, state bytea) WITH (fillfactor = {POSTGRES_FILLFACTOR});
 CREATE TABLE IF NOT EXISTS "{events}" (key {key_type}, seq bigint, event bytea NOT NULL, PRIMARY KEY (key, seq));"#
     )
 }
