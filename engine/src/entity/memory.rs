@@ -7,11 +7,19 @@
 //! not land, the key is forgotten and read again. So after one read, a
 //! trip needs only its write.
 //!
-//! Bounded: at most `capacity` keys, kept in two generations. A key found
-//! in the older one moves to the newer; when the newer holds half the
-//! capacity, the older is dropped and the newer takes its place. A key
-//! used again within the last half-capacity keys is never dropped; a key
-//! not used for longer is read again when it comes back.
+//! A key's trip takes what is known of it out of the memory and puts back
+//! what holds after the trip (or nothing, when the store moved it), so a
+//! key is looked up once a trip and written once; while a trip carries
+//! it, the key is in no generation.
+//!
+//! Bounded: at most `capacity` keys, kept in two generations (besides
+//! those the trips in flight hold). A key taken from the older one goes
+//! back into the newer; when the newer holds half the capacity, the older
+//! is dropped and the newer takes its place. A key used again within the
+//! last half-capacity keys is never dropped; a key not used for longer is
+//! read again when it comes back.
+//!
+//! Invariant: a key is in at most one generation.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -45,34 +53,29 @@ impl<K: Hash + Eq, B> Memory<K, B> {
         }
     }
 
-    /// What is known of `key`, if anything.
-    pub(crate) fn get(&mut self, key: &K) -> Option<&Known<B>>
-    where
-        K: Clone,
-    {
-        if !self.newer.contains_key(key) {
-            let known = self.older.remove(key)?;
-            self.put(key.clone(), known);
-        }
-        self.newer.get(key)
+    /// What is known of `key`, if anything, taken out: the memory holds
+    /// nothing of it until it is [`put`](Self::put) back.
+    pub(crate) fn take(&mut self, key: &K) -> Option<Known<B>> {
+        let known = self.newer.remove(key).or_else(|| self.older.remove(key));
+        debug_assert!(!self.newer.contains_key(key) && !self.older.contains_key(key));
+        known
     }
 
-    /// `key` is now `known`.
+    /// `key`, which the memory does not hold (taken, or never known), is
+    /// now `known`.
     pub(crate) fn put(&mut self, key: K, known: Known<B>) {
         if self.half == 0 {
             return;
         }
-        if self.newer.len() >= self.half && !self.newer.contains_key(&key) {
-            self.older = std::mem::take(&mut self.newer);
+        debug_assert!(!self.newer.contains_key(&key) && !self.older.contains_key(&key));
+        if self.newer.len() >= self.half {
+            // The older generation is dropped; its table, already grown,
+            // serves the newer one.
+            std::mem::swap(&mut self.newer, &mut self.older);
+            self.newer.clear();
         }
         self.newer.insert(key, known);
         debug_assert!(self.newer.len() <= self.half && self.older.len() <= self.half);
-    }
-
-    /// Nothing is known of `key` any more.
-    pub(crate) fn forget(&mut self, key: &K) {
-        self.newer.remove(key);
-        self.older.remove(key);
     }
 }
 
@@ -88,24 +91,39 @@ mod tests {
         }
     }
 
+    fn version(memory: &mut Memory<u64, ()>, key: u64) -> Option<u64> {
+        let known = memory.take(&key)?;
+        let version = known.version;
+        memory.put(key, known);
+        Some(version)
+    }
+
     #[test]
     fn a_key_used_within_half_the_capacity_stays() {
         let mut memory = Memory::new(4);
         memory.put(1, known(1));
         memory.put(2, known(2));
         memory.put(3, known(3)); // 1 and 2 become the older generation
-        assert_eq!(memory.get(&1).map(|k| k.version), Some(1)); // back to the newer
+        assert_eq!(version(&mut memory, 1), Some(1)); // back to the newer
         memory.put(4, known(4)); // the newer (3, 1) turns older; 2 is dropped
-        assert_eq!(memory.get(&2), None);
-        assert_eq!(memory.get(&3).map(|k| k.version), Some(3));
-        memory.forget(&3);
-        assert_eq!(memory.get(&3), None);
+        assert_eq!(memory.take(&2), None);
+        assert_eq!(version(&mut memory, 3), Some(3));
+    }
+
+    #[test]
+    fn a_key_taken_is_held_nowhere_until_put_back() {
+        let mut memory = Memory::new(4);
+        memory.put(1, known(1));
+        assert_eq!(memory.take(&1), Some(known(1)));
+        assert_eq!(memory.take(&1), None);
+        memory.put(1, known(2));
+        assert_eq!(memory.take(&1), Some(known(2)));
     }
 
     #[test]
     fn a_memory_of_nothing_remembers_nothing() {
         let mut memory = Memory::new(0);
         memory.put(1, known(1));
-        assert_eq!(memory.get(&1), None);
+        assert_eq!(memory.take(&1), None);
     }
 }

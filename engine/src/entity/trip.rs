@@ -74,6 +74,9 @@ pub(crate) struct Carrier<K, St: Store<K>, Sh: Shape<I>, I> {
 struct Run<K, I, B, Out> {
     key: K,
     inputs: Vec<I>,
+    /// What the shard knew of the key, taken from its memory for the
+    /// round (see `memory.rs`).
+    known: Option<Known<B>>,
     /// Writes that found the key written by somebody else.
     conflicts: u32,
     /// The write whose reply was lost, to be looked for.
@@ -154,6 +157,7 @@ where
             .map(|(key, inputs)| Run {
                 key,
                 inputs,
+                known: None,
                 conflicts: 0,
                 lost: None,
                 suspect: None,
@@ -226,7 +230,11 @@ where
             pending
                 .iter()
                 .copied()
-                .filter(|&at| runs[at].lost.is_some() || memory.get(&runs[at].key).is_none())
+                .filter(|&at| {
+                    let run = &mut runs[at];
+                    run.known = memory.take(&run.key);
+                    run.lost.is_some() || run.known.is_none()
+                })
                 .collect()
         };
         if wanted.is_empty() {
@@ -276,29 +284,28 @@ where
                 Some((read_at, _)) if *read_at == at => rows.next().map(|(_, row)| row),
                 _ => None,
             };
-            let (applied, version) = match row {
+            // Taken from the memory by the read phase, or read there.
+            let known = match row {
                 Some(row) => {
-                    let Some(known) = self.known_from(run, row, epoch) else {
-                        continue;
-                    };
-                    let applied = self.shape.apply(&known, &run.inputs);
-                    let version = known.version;
-                    self.memory.borrow_mut().put(run.key.clone(), known);
-                    (applied, version)
+                    run.known = None;
+                    self.known_from(run, row, epoch)
                 }
-                None => {
-                    let mut memory = self.memory.borrow_mut();
-                    // Forgotten since the read phase (the memory made room
-                    // for another key): read next round.
-                    let Some(known) = memory.get(&run.key) else {
-                        continue;
-                    };
-                    (self.shape.apply(known, &run.inputs), known.version)
-                }
+                None => run.known.take(),
             };
+            let Some(known) = known else {
+                continue; // answered, or read next round
+            };
+            let applied = self.shape.apply(&known, &run.inputs);
+            let version = known.version;
             match applied {
-                Err(why) => self.answer_unsent(run, Err(Failure::NotApplied(why.into()))),
-                Ok(applied) if applied.count == 0 => self.answer_unsent(run, Ok(applied.outs)),
+                Err(why) => {
+                    self.keep(run, known);
+                    self.answer_unsent(run, Err(Failure::NotApplied(why.into())))
+                }
+                Ok(applied) if applied.count == 0 => {
+                    self.keep(run, known);
+                    self.answer_unsent(run, Ok(applied.outs))
+                }
                 Ok(applied) => {
                     // A log's append carries a tag of its own, kept as the
                     // head's state, by which it is told from another.
@@ -355,7 +362,6 @@ where
         }
         if row.epoch > epoch {
             Counts::add(&counts.fenced, 1);
-            self.memory.borrow_mut().forget(&run.key);
             run.answer = Some(Err(Failure::Fenced {
                 held: row.epoch,
                 mine: epoch,
@@ -477,7 +483,6 @@ where
                         self.look_again(run, earlier, *give_up);
                         continue;
                     }
-                    self.memory.borrow_mut().forget(&run.key);
                     if matches!(failure, Failure::Unknown(_)) {
                         Counts::add(&counts.unknown, 1);
                     }
@@ -495,7 +500,6 @@ where
         sent: Sent<Sh::Base, Sh::Out>,
         give_up: Option<Instant>,
     ) {
-        self.memory.borrow_mut().forget(&run.key);
         if give_up.is_some_and(|give_up| Instant::now() >= give_up) {
             Counts::add(&self.settings.counts.unknown, 1);
             run.answer = Some(Err(Failure::Unknown(
@@ -538,6 +542,11 @@ where
         tag
     }
 
+    /// `run`'s key stays as `known`, as no write of this round moved it.
+    fn keep(&self, run: &Run<K, I, Sh::Base, Sh::Out>, known: Known<Sh::Base>) {
+        self.memory.borrow_mut().put(run.key.clone(), known);
+    }
+
     /// `run`'s write landed as `sent`: remembered and answered.
     fn land(&self, run: &mut Run<K, I, Sh::Base, Sh::Out>, sent: Sent<Sh::Base, Sh::Out>) {
         run.suspect = None;
@@ -553,7 +562,6 @@ where
     /// `run`'s write found the key written by somebody else: it is read
     /// again next round, unless it has tried often enough.
     fn conflicted(&self, run: &mut Run<K, I, Sh::Base, Sh::Out>) {
-        self.memory.borrow_mut().forget(&run.key);
         run.conflicts += 1;
         if run.conflicts >= self.settings.write_attempts {
             run.answer = Some(Err(Failure::NotApplied(
