@@ -25,6 +25,8 @@
 //! - a key of another type, or a string that is not a row, is refused,
 //!   read or written, and the request it was in changed nothing at all,
 //!   and the connection goes on;
+//! - a server that lost the scripts (`SCRIPT FLUSH`) is given them again
+//!   and the write and the append land, once each;
 //! - a connection killed on the server (`CLIENT KILL`) fails its next
 //!   read as broken and its next write as broken or lost, never refused;
 //!   connecting again serves;
@@ -58,6 +60,7 @@ fn entity_redis_store_on_a_private_server() {
         appends_are_read_back_in_order(url, &mut admin).await;
         u64_and_string_keys_name_their_rows(url, &mut admin).await;
         a_wrong_type_is_refused_and_changes_nothing(url, &mut admin).await;
+        flushed_scripts_are_loaded_again(url, &mut admin).await;
         a_killed_connection_is_broken_or_lost(url, &mut admin).await;
     });
 }
@@ -76,6 +79,41 @@ fn entity_redis_store_not_there_is_broken() {
         }
         other => panic!("expected Broken, got {other:?}"),
     }
+}
+
+async fn flushed_scripts_are_loaded_again(url: &str, admin: &mut MultiplexedConnection) {
+    let shard = shard::<u64>(url, "flushed").await;
+    let flush = || async {
+        let flushed: String = redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async(&mut admin.clone())
+            .await
+            .unwrap();
+        assert_eq!(flushed, "OK");
+    };
+    flush().await;
+    let write = Write {
+        key: &1_u64,
+        expected: 0,
+        version: 1,
+        epoch: 1,
+        state: b"s",
+    };
+    assert_eq!(shard.write(&[write]).await, Ok(vec![true]));
+    flush().await;
+    let events = [b"e".to_vec()];
+    let append = Append {
+        key: &2_u64,
+        expected: 0,
+        epoch: 1,
+        events: &events,
+        tag: b"t",
+    };
+    assert_eq!(shard.append(&[append]).await, Ok(vec![true]));
+    assert_eq!(
+        shard.read(&[&1, &2]).await.unwrap(),
+        vec![row(1, 1, b"s"), row(1, 1, b"t")]
+    );
 }
 
 async fn absent_keys_read_as_default_rows(url: &str) {

@@ -64,12 +64,16 @@
 //!   a write or an append (the script ran, what it did is unknown).
 
 use std::fmt;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ::redis::aio::MultiplexedConnection;
-use ::redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, Script};
+use ::redis::{
+    AsyncConnectionConfig, Client, Cmd, ErrorKind, RedisError, RedisResult, RedisWrite, Script,
+    ServerErrorKind,
+};
 
 use super::store::{Append, Connection, Row, Store, StoreError, Write};
 
@@ -366,9 +370,11 @@ impl RedisStore {
         format!("{}:{key}", self.prefix)
     }
 
-    /// The name of `key`'s list of events: `{prefix}:{key}:events`.
-    fn events(&self, key: &impl fmt::Display) -> String {
-        format!("{}:{key}{EVENTS_SUFFIX}", self.prefix)
+    /// `key`'s row name (`suffix` empty) or list name ([`EVENTS_SUFFIX`]),
+    /// as the next argument of `cmd`.
+    fn name_arg(&self, cmd: &mut Cmd, key: &impl fmt::Display, suffix: &str) {
+        let written = write!(cmd.writer_for_next_arg(), "{}:{key}{suffix}", self.prefix);
+        debug_assert!(written.is_ok(), "a command's buffer takes every write");
     }
 
     /// A multiplexed connection, its I/O a task of the calling thread's
@@ -494,13 +500,15 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         let doing = format!("reading {} keys", keys.len());
         self.usable(&doing)?;
         // Phase 1: the values, and how many of the keys hold one.
-        let names: Vec<String> = keys.iter().map(|key| self.store.head(key)).collect();
+        let (mut values_of, mut held_by) = (Cmd::new(), Cmd::new());
+        values_of.arg("MGET");
+        held_by.arg("EXISTS");
+        for key in keys {
+            self.store.name_arg(&mut values_of, key, "");
+            self.store.name_arg(&mut held_by, key, "");
+        }
         let mut pipe = ::redis::pipe();
-        pipe.atomic()
-            .cmd("MGET")
-            .arg(&names)
-            .cmd("EXISTS")
-            .arg(&names);
+        pipe.atomic().add_command(values_of).add_command(held_by);
         let (values, held): (Vec<Option<Vec<u8>>>, usize) = pipe
             .query_async(&mut self.connection.clone())
             .await
@@ -508,7 +516,7 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         // Phase 2: every value a row, and no key of another type.
         let refused =
             |why: String| StoreError::Refused(format!("{}: {doing}: {why}", self.store.shown));
-        if values.len() != names.len() {
+        if values.len() != keys.len() {
             return Err(refused(format!("MGET answered {} values", values.len())));
         }
         let strings = values.iter().filter(|value| value.is_some()).count();
@@ -518,10 +526,11 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
                 held.abs_diff(strings)
             )));
         }
-        names
-            .iter()
+        keys.iter()
             .zip(values)
-            .map(|(name, value)| decode(value).map_err(|why| refused(format!("{name}: {why}"))))
+            .map(|(key, value)| {
+                decode(value).map_err(|why| refused(format!("{}: {why}", self.store.head(key))))
+            })
             .collect()
     }
 
@@ -532,15 +541,22 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         }
         let doing = format!("writing {} keys", writes.len());
         self.usable(&doing)?;
-        let mut invocation = self.store.write.prepare_invoke();
+        let state_bytes: usize = writes.iter().map(|write| write.state.len()).sum();
+        let mut cmd = evalsha(
+            &self.store.write,
+            writes.len(),
+            2 * writes.len(),
+            state_bytes,
+        );
         for write in writes {
-            invocation
-                .key(self.store.head(write.key))
-                .arg(condition(write.expected, write.epoch))
-                .arg(encode(write.version, write.epoch, write.state));
+            self.store.name_arg(&mut cmd, write.key, "");
         }
-        let landed = invocation
-            .invoke_async(&mut self.connection.clone())
+        for write in writes {
+            row_arg(&mut cmd, write.expected, write.epoch, &[]);
+            row_arg(&mut cmd, write.version, write.epoch, write.state);
+        }
+        let landed = self
+            .run_script(&self.store.write, &cmd)
             .await
             .map_err(|err| self.fail(&err, Request::Change, &doing))?;
         self.landed(landed, writes.len(), &doing)
@@ -553,25 +569,35 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         }
         let doing = format!("appending to {} logs", appends.len());
         self.usable(&doing)?;
-        let mut invocation = self.store.append.prepare_invoke();
+        let events: usize = appends.iter().map(|append| append.events.len()).sum();
+        let event_bytes: usize = appends
+            .iter()
+            .flat_map(|append| append.events)
+            .map(Vec::len)
+            .sum();
+        let mut cmd = evalsha(
+            &self.store.append,
+            2 * appends.len(),
+            3 * appends.len() + events,
+            event_bytes,
+        );
         for append in appends {
-            invocation.key(self.store.head(append.key));
+            self.store.name_arg(&mut cmd, append.key, "");
         }
         for append in appends {
-            invocation.key(self.store.events(append.key));
+            self.store.name_arg(&mut cmd, append.key, EVENTS_SUFFIX);
         }
         for append in appends {
             let version = moved_to(append)?;
-            invocation
-                .arg(condition(append.expected, append.epoch))
-                .arg(encode(version, append.epoch, append.tag))
-                .arg(append.events.len());
+            row_arg(&mut cmd, append.expected, append.epoch, &[]);
+            row_arg(&mut cmd, version, append.epoch, append.tag);
+            cmd.arg(append.events.len());
             for event in append.events {
-                invocation.arg(event.as_slice());
+                cmd.arg(event.as_slice());
             }
         }
-        let landed = invocation
-            .invoke_async(&mut self.connection.clone())
+        let landed = self
+            .run_script(&self.store.append, &cmd)
             .await
             .map_err(|err| self.fail(&err, Request::Change, &doing))?;
         self.landed(landed, appends.len(), &doing)
@@ -603,6 +629,20 @@ impl RedisConnection {
         )
     }
 
+    /// Runs `cmd`, an `EVALSHA` of `script`; a server that does not hold
+    /// the script (flushed, or another server behind the address) is given
+    /// it and asked again: it answered `NOSCRIPT` without running anything.
+    async fn run_script(&self, script: &Script, cmd: &Cmd) -> RedisResult<Vec<i64>> {
+        let mut connection = self.connection.clone();
+        match cmd.query_async(&mut connection).await {
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                script.prepare_invoke().load_async(&mut connection).await?;
+                cmd.query_async(&mut connection).await
+            }
+            answered => answered,
+        }
+    }
+
     /// A script's answer as one flag per key; an answer of another length
     /// is `Lost` (the script ran, what it did is unknown).
     fn landed(&self, answer: Vec<i64>, keys: usize, doing: &str) -> Result<Vec<bool>, StoreError> {
@@ -617,18 +657,25 @@ impl RedisConnection {
     }
 }
 
-/// A change's condition as the scripts take it: the header of the row it
-/// expects, `{expected}:{epoch}:`.
-fn condition(expected: u64, epoch: u64) -> String {
-    format!("{expected}:{epoch}:")
+/// An `EVALSHA` of `script` with room for `keys` keys and `args`
+/// arguments, `bytes` of them besides names and headers. Keys and
+/// arguments are written straight into the command's one buffer
+/// (`ScriptInvocation` copies each into a vector of its own first, two
+/// allocations an argument).
+fn evalsha(script: &Script, keys: usize, args: usize, bytes: usize) -> Cmd {
+    // A name or a header is a few dozen bytes.
+    let mut cmd = Cmd::with_capacity(3 + keys + args, bytes + 48 * (keys + args) + 64);
+    cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
+    cmd
 }
 
-/// A row as stored: `{version}:{epoch}:` and the state's bytes.
-fn encode(version: u64, epoch: u64, state: &[u8]) -> Vec<u8> {
-    let mut row = Vec::with_capacity(state.len() + 42);
-    row.extend_from_slice(format!("{version}:{epoch}:").as_bytes());
-    row.extend_from_slice(state);
-    row
+/// A row as stored, `{version}:{epoch}:` and the state's bytes, as the
+/// next argument of `cmd`; with no state, a change's condition as the
+/// scripts take it (the header of the row it expects).
+fn row_arg(cmd: &mut Cmd, version: u64, epoch: u64, state: &[u8]) {
+    let mut arg = cmd.writer_for_next_arg();
+    let written = write!(arg, "{version}:{epoch}:").and_then(|()| arg.write_all(state));
+    debug_assert!(written.is_ok(), "a command's buffer takes every write");
 }
 
 /// The row of a key's value (`None`: the key holds none), or why the
@@ -839,7 +886,41 @@ mod tests {
         let store = RedisStore::new("redis://localhost", "carts").unwrap();
         assert_eq!(store.head(&7_u64), "carts:7");
         assert_eq!(store.head(&"cart-1"), "carts:cart-1");
-        assert_eq!(store.events(&"cart-1"), "carts:cart-1:events");
+        let mut cmd = Cmd::new();
+        store.name_arg(&mut cmd, &7_u64, "");
+        store.name_arg(&mut cmd, &"cart-1", EVENTS_SUFFIX);
+        assert_eq!(args(&cmd), [&b"carts:7"[..], b"carts:cart-1:events"]);
+    }
+
+    /// The arguments of `cmd`, as bytes.
+    fn args(cmd: &Cmd) -> Vec<&[u8]> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                ::redis::Arg::Simple(bytes) => bytes,
+                _ => panic!("only plain arguments here"),
+            })
+            .collect()
+    }
+
+    /// A row as [`row_arg`] writes it.
+    fn encode(version: u64, epoch: u64, state: &[u8]) -> Vec<u8> {
+        let mut cmd = Cmd::new();
+        row_arg(&mut cmd, version, epoch, state);
+        args(&cmd)[0].to_vec()
+    }
+
+    #[test]
+    fn a_script_s_command_is_its_hash_keys_then_arguments() {
+        let store = RedisStore::new("redis://localhost", "carts").unwrap();
+        let mut cmd = evalsha(&store.write, 1, 2, 3);
+        store.name_arg(&mut cmd, &7_u64, "");
+        row_arg(&mut cmd, 4, 1, &[]);
+        row_arg(&mut cmd, 5, 1, b"{}");
+        let hash = store.write.get_hash().as_bytes();
+        assert_eq!(
+            args(&cmd),
+            [&b"EVALSHA"[..], hash, b"1", b"carts:7", b"4:1:", b"5:1:{}"]
+        );
     }
 
     #[test]
@@ -898,7 +979,7 @@ mod tests {
     #[test]
     fn rows_are_a_header_and_the_state() {
         assert_eq!(encode(12, 3, br#"{"n":5}"#), br#"12:3:{"n":5}"#.to_vec());
-        assert_eq!(condition(0, 7), "0:7:");
+        assert_eq!(encode(0, 7, b""), b"0:7:".to_vec());
         let row = |version, epoch, state: &[u8]| Row {
             version,
             epoch,
