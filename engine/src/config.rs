@@ -186,7 +186,9 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     /// `None`: pinned when `cpus` names their CPUs.
     pin: Option<bool>,
     queue: QueueConfig,
-    max_in_flight_batches: usize,
+    /// `None`: [`DEFAULT_MAX_IN_FLIGHT_BATCHES`], or the entity engines'
+    /// own default (`ferry::entity::Options::connections`).
+    max_in_flight_batches: Option<usize>,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
     doze_before_park: Duration,
@@ -208,7 +210,7 @@ impl<K, I, O, E, M> Default for Builder<K, I, O, E, M> {
             cpus: None,
             pin: None,
             queue: QueueConfig::default(),
-            max_in_flight_batches: DEFAULT_MAX_IN_FLIGHT_BATCHES,
+            max_in_flight_batches: None,
             intake_capacity: None,
             spin_before_park: DEFAULT_SPIN_BEFORE_PARK,
             doze_before_park: DEFAULT_DOZE_BEFORE_PARK,
@@ -407,7 +409,9 @@ where
     }
 
     /// Batches in flight at once per shard, shared by its keys (default 64,
-    /// at least 1): the shard's slots.
+    /// at least 1): the shard's slots. An entity engine (`start_entities`,
+    /// `start_log`) has its own default, a few trips per connection
+    /// (`ferry::entity::DEFAULT_TRIPS_IN_FLIGHT_PER_CONNECTION`).
     ///
     /// ```
     /// use ferry::{Engine, StartError};
@@ -428,7 +432,14 @@ where
     /// assert!(matches!(none, Err(StartError::Config(e)) if e.field == "max_in_flight_batches"));
     /// ```
     pub fn max_in_flight_batches(mut self, slots: usize) -> Self {
-        self.max_in_flight_batches = slots;
+        self.max_in_flight_batches = Some(slots);
+        self
+    }
+
+    /// `slots` batches (or trips) in flight per shard unless the user
+    /// chose how many.
+    pub(crate) fn max_in_flight_batches_or(mut self, slots: usize) -> Self {
+        self.max_in_flight_batches.get_or_insert(slots);
         self
     }
 
@@ -789,7 +800,10 @@ where
     pub(crate) fn plan(mut self) -> Result<Plan<I>, ConfigError> {
         self.event_time()?;
         self.queue.validate()?;
-        if self.max_in_flight_batches == 0 {
+        let max_in_flight_batches = self
+            .max_in_flight_batches
+            .unwrap_or(DEFAULT_MAX_IN_FLIGHT_BATCHES);
+        if max_in_flight_batches == 0 {
             return Err(ConfigError::new(
                 "max_in_flight_batches",
                 "must be at least 1",
@@ -836,7 +850,7 @@ where
                 cpu: None,
                 runtime: self.runtime,
                 queue: self.queue,
-                max_in_flight_batches: self.max_in_flight_batches,
+                max_in_flight_batches,
                 intake_capacity,
                 spin_before_park: self.spin_before_park,
                 doze_before_park: self.doze_before_park,

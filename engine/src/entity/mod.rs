@@ -72,7 +72,10 @@ pub use entities::{Entities, EntitySubmit};
 pub use epoch::Epoch;
 pub use error::{EntityError, Failure};
 pub use in_memory::{Fault, MemoryStore, Request, Requests};
-pub use options::{Options, DEFAULT_REMEMBER, DEFAULT_RESOLVE_WITHIN, DEFAULT_WRITE_ATTEMPTS};
+pub use options::{
+    Options, DEFAULT_REMEMBER, DEFAULT_RESOLVE_WITHIN, DEFAULT_TRIPS_IN_FLIGHT_PER_CONNECTION,
+    DEFAULT_WRITE_ATTEMPTS,
+};
 pub use store::{Append, Connection, Row, Store, StoreError, Write};
 
 #[cfg(feature = "postgres")]

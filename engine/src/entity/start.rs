@@ -18,7 +18,7 @@ use super::codec::{Codec, Json};
 use super::counts::Counts;
 use super::entities::Entities;
 use super::error::Failure;
-use super::options::Options;
+use super::options::{Options, DEFAULT_TRIPS_IN_FLIGHT_PER_CONNECTION};
 use super::shape::{Folded, Logged, Shape};
 use super::store::{Store, StoreError};
 use super::trip::{Carrier, Settings};
@@ -145,20 +145,23 @@ where
             options.remember,
             options.connections,
         );
-        let engine = self.try_start_trips(move |_shard| {
-            let settings = Settings {
-                epoch: epoch.clone(),
-                resolve_within,
-                write_attempts,
-                counts: Arc::clone(&shared),
-            };
-            let started =
-                Carrier::start(Arc::clone(&store), shape(), settings, remember, connections);
-            async move {
-                let carrier = Rc::new(started.await?);
-                Ok::<_, StoreError>(move |trip| Rc::clone(&carrier).carry(trip))
-            }
-        })?;
+        let trips_in_flight = DEFAULT_TRIPS_IN_FLIGHT_PER_CONNECTION.saturating_mul(connections);
+        let engine = self
+            .max_in_flight_batches_or(trips_in_flight)
+            .try_start_trips(move |_shard| {
+                let settings = Settings {
+                    epoch: epoch.clone(),
+                    resolve_within,
+                    write_attempts,
+                    counts: Arc::clone(&shared),
+                };
+                let started =
+                    Carrier::start(Arc::clone(&store), shape(), settings, remember, connections);
+                async move {
+                    let carrier = Rc::new(started.await?);
+                    Ok::<_, StoreError>(move |trip| Rc::clone(&carrier).carry(trip))
+                }
+            })?;
         Ok(Entities::of(engine, counts))
     }
 }
