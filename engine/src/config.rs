@@ -187,7 +187,8 @@ pub struct Builder<K, I, O, E, M = PerKey> {
     pin: Option<bool>,
     queue: QueueConfig,
     /// `None`: [`DEFAULT_MAX_IN_FLIGHT_BATCHES`], or the entity engines'
-    /// own default (`ferry::entity::Options::connections`).
+    /// own, `ferry::entity::DEFAULT_TRIPS_IN_FLIGHT_PER_CONNECTION` a
+    /// connection.
     max_in_flight_batches: Option<usize>,
     intake_capacity: Option<usize>,
     spin_before_park: Duration,
