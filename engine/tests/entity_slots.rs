@@ -88,7 +88,10 @@ fn check_trips_held(slots: Option<usize>, connections: usize, expected: u64) {
     // does not leave the engine's drop waiting on trips held forever);
     // every input is applied, once.
     gated.open.store(true, Ordering::Release);
-    assert_eq!(held, expected, "slots {slots:?}, {connections} connection(s)");
+    assert_eq!(
+        held, expected,
+        "slots {slots:?}, {connections} connection(s)"
+    );
     for answer in futures::executor::block_on(futures::future::join_all(answers)) {
         assert_eq!(answer, Ok(1));
     }
