@@ -2,10 +2,8 @@
 //! shard counts on one store, one after another, a live progress line for
 //! each, then the table and the sections after it.
 
-use std::io::{IsTerminal, Write};
-
 use crate::base::duration::format_duration;
-use crate::report::{self, RunResult};
+use crate::report::{self, RunResult, StderrProgress};
 use crate::run::compare::{run_unkeyed, run_with_faults};
 use crate::run::faults::Faults;
 use crate::sources::load::{Load, Progress};
@@ -158,17 +156,9 @@ impl Comparison {
         // and as many store connections as it has shards.
         let settings = &self.settings;
         let single_lock_workers = settings.max_in_flight_batches * settings.pool_connections;
-        let live = std::io::stderr().is_terminal();
+        let stderr = StderrProgress::open();
         let label = label(system, shards);
-        let on_progress = |progress: &Progress| {
-            let line = report::progress_line(&label, progress);
-            if live {
-                eprint!("\r{line}\x1b[K");
-                let _ = std::io::stderr().flush();
-            } else {
-                eprintln!("{line}");
-            }
-        };
+        let on_progress = |progress: &Progress| stderr.show(&label, progress);
         let (load, faults) = (&self.load, self.faults.as_ref());
         let result = match system {
             Compared::Keyed(kind) => run_with_faults(
@@ -191,9 +181,7 @@ impl Comparison {
                 on_progress,
             ),
         }?;
-        if live {
-            eprint!("\r\x1b[K");
-        }
+        stderr.clear();
         eprintln!(
             "{label}: {} inputs/s, mean batch {:.2}, p99 {} µs, lost {}",
             report::thousands(result.throughput as u64),

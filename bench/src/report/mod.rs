@@ -13,6 +13,7 @@ mod json;
 pub mod kafka;
 mod numbers;
 pub mod plot;
+mod progress;
 mod result;
 mod sections;
 pub mod svg;
@@ -21,6 +22,7 @@ pub mod tune;
 
 pub use json::JsonReport;
 pub use numbers::{micros, thousands};
+pub use progress::{progress_line, StderrProgress};
 pub use result::{EngineFigures, OverloadResult, RunResult};
 pub use sections::*;
 pub use table::{legend, ratios, table};

@@ -1,10 +1,9 @@
 //! The report's sections below the table, each shown when its runs have
-//! something to say, and the live progress line.
+//! something to say.
 
 use std::fmt::Write as _;
 
 use crate::report::{micros, thousands, OverloadResult, RunResult};
-use crate::sources::load::{Phase, Progress};
 
 /// What each run's shards ran on, with what time slice, and how often
 /// they slept, and how (ferry's and batcher's runs only): many parks a
@@ -334,22 +333,4 @@ pub fn server_cpu(runs: &[RunResult]) -> String {
         }
     }
     out
-}
-
-/// The live progress line of one run.
-pub fn progress_line(label: &str, progress: &Progress) -> String {
-    let phase = match progress.phase {
-        Phase::Warmup => "warm-up",
-        Phase::Measuring => "measuring",
-        Phase::Draining => "draining",
-    };
-    let p99 = progress
-        .p99_ns
-        .map_or("-".to_string(), |ns| micros(ns as f64 / 1_000.0));
-    format!(
-        "{label:<24} {:>3}s {phase:<9} {:>11} inputs/s   p99 {p99:>9} µs   in flight {:>7}",
-        progress.elapsed.as_secs(),
-        thousands(progress.inputs_per_s.round() as u64),
-        thousands(progress.in_flight),
-    )
 }

@@ -37,14 +37,13 @@
 //! tune`: progress, then what [`crate::report::tune`] shows: the table of
 //! every point, the verdict, `--json` and `--plot`.
 
-use std::io::{IsTerminal, Write as _};
 use std::path::Path;
 
 use crate::report::tune::{
     conclusion, header, json, millis, table, verdict, write_svg, Axis, Plan, Point, Tried, Tuning,
     Verdict,
 };
-use crate::report::{self, thousands, RunResult};
+use crate::report::{thousands, RunResult, StderrProgress};
 use crate::sources::load::{Load, Progress};
 use crate::store::{Store, StoreAddress};
 use crate::systems::{Settings, SystemKind};
@@ -200,23 +199,15 @@ pub fn run_cli(
 /// [`tune`] with each run's progress on stderr (on one line rewritten in
 /// place on a terminal) and each point's figures once it ran.
 fn search_aloud(settings: &Settings, load: &Load, store: Store, plan: Plan) -> Tuning {
-    let live = std::io::stderr().is_terminal();
+    let stderr = StderrProgress::open();
     let mut number = 0;
     search(plan, |point| {
         number += 1;
         let label = format!("#{number} {}", point.short());
         let ran = measure(settings, load, store, point, |progress| {
-            let line = report::progress_line(&label, progress);
-            if live {
-                eprint!("\r{line}\x1b[K");
-                let _ = std::io::stderr().flush();
-            } else {
-                eprintln!("{line}");
-            }
+            stderr.show(&label, progress)
         });
-        if live {
-            eprint!("\r\x1b[K");
-        }
+        stderr.clear();
         tell_point(number, point, &ran);
         ran
     })
