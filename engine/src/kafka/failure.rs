@@ -62,14 +62,25 @@ pub struct Failed<'a, I, E> {
 }
 
 /// What the failure policy decides for a failed record.
+///
+/// Whatever the decision, a failed record does not hold back its key's
+/// later records that are already in the engine: they may be applied
+/// before the failed one is submitted or read again. A fence on the key's
+/// last applied offset (the fold's or the store's) then refuses the failed
+/// record as a duplicate when it comes back, so it is never applied. Where a fault of
+/// the store can fail a record (a write not applied, an unknown outcome),
+/// keep each key's later records out of the engine while one is
+/// unsettled ([`ConsumerBuilder::max_unanswered_per_partition`] of 1 does
+/// that, at the cost of batching), or let the policy send such a record to
+/// a dead letter and reconcile it there.
+///
+/// [`ConsumerBuilder::max_unanswered_per_partition`]: super::ConsumerBuilder::max_unanswered_per_partition
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnFailure {
     /// Decode and submit the record again. It is ranked by the engine's
     /// order as before: with an order by offset it goes ahead of its key's
-    /// later records still waiting, but those already sent are not
-    /// undone, so keep retries for failures that left the store untouched
-    /// (or let the store's condition on the key's last applied offset
-    /// refuse a stale write).
+    /// later records still waiting, but those already sent are not undone
+    /// (see above).
     Retry,
     /// The policy has kept the record elsewhere (a dead-letter topic, a
     /// table, a log it answers for): the record counts as answered and the
@@ -77,6 +88,7 @@ pub enum OnFailure {
     DeadLetter,
     /// Stop the partition: nothing more of it is fed, and its commits never
     /// pass this record, so the partition's next owner (or this consumer,
-    /// restarted) reads it again. The default.
+    /// restarted) reads it again. Records of it already in the engine are
+    /// still applied (see above). The default.
     Stop,
 }

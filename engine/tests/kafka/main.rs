@@ -418,6 +418,61 @@ fn failed_records_are_retried_or_dead_lettered_never_skipped() {
     assert_eq!(progress.answered, applicable, "{progress:?}");
 }
 
+/// A key with records behind its failed one: with one record of a
+/// partition in the engine at a time, the failed record is retried before
+/// any later record of its key is fed, so the key's records all apply, once
+/// and in order (the remedy `OnFailure`'s docs give; with more in the
+/// engine, a later record may apply first and the fence then refuses the
+/// retried one).
+#[test]
+fn one_record_per_partition_in_the_engine_retries_a_failed_record_before_its_key_goes_on() {
+    let broker = broker::shared();
+    let (topic, group, partitions) = ("retry-in-order", "retry-in-order-group", 1);
+    broker.create_topic(topic, partitions);
+    let (keys, per_key) = (2, 8);
+    let flaky_seqs = [2, 5];
+    let records: Vec<(String, String)> = ledger::records("hot-", keys, per_key)
+        .into_iter()
+        .map(|(key, seq)| {
+            let flaky = flaky_seqs.iter().any(|flaky| flaky.to_string() == seq);
+            let value = if flaky { format!("{seq}:flaky") } else { seq };
+            (key, value)
+        })
+        .collect();
+    broker.produce(topic, &records);
+
+    let ledger = Arc::new(Ledger::default());
+    let consumer = consumer(
+        broker,
+        ledger::engine(&ledger, Duration::from_millis(5)),
+        group,
+        topic,
+    )
+    .max_unanswered_per_partition(1)
+    .on_failure(|failed| match failed.failure {
+        Failure::Answered(FerryError::Failed(_)) if failed.attempt < 3 => OnFailure::Retry,
+        _ => OnFailure::Stop,
+    })
+    .start()
+    .expect("the consumer starts");
+    wait_until(
+        "every record applied",
+        || ledger.applied() == records.len() as u64,
+        || format!("{} applied; {:?}", ledger.applied(), consumer.progress()),
+    );
+    wait_for_commits(broker, group, topic, &ends(broker, topic, partitions));
+    let progress = consumer.progress();
+    consumer.close().expect("the consumer closes cleanly");
+
+    ledger.assert_each_applied_once_in_order(&ledger::counts(&records));
+    assert_eq!(ledger.stale(), 0, "no retried record refused as stale");
+    let flaky = (keys * flaky_seqs.len()) as u64;
+    assert_eq!(
+        progress.retried, flaky,
+        "each flaky record retried once: {progress:?}"
+    );
+}
+
 /// The offset a key's only record was read at (its attempts are recorded
 /// by offset).
 fn offset_of(ledger: &Ledger, key: &str) -> i64 {
