@@ -128,7 +128,7 @@ fn the_in_flight_bounds_are_named_alike() {
     let args = compare(&["--max-in-flight-batches", "8", "--max-in-flight-trips", "3"]);
     assert_eq!(args.engine.max_in_flight_batches, 8);
     assert_eq!(args.trips.max_in_flight_trips, 3);
-    let settings = args.engine.settings(1, &args.trips);
+    let settings = args.engine.settings(&[1], &args.trips);
     assert_eq!(
         (settings.max_in_flight_batches, settings.max_in_flight_trips),
         (8, 3)

@@ -149,15 +149,13 @@ impl CompareArgs {
 
     /// The systems' settings from the flags.
     fn settings(&self) -> Settings {
-        let pool = self.engine.shard_counts(&self.sweep_shards);
-        let pool_connections = pool.iter().copied().max().unwrap_or(1);
         Settings {
             max_queue_time: self
                 .max_queue_time
                 .or(self.overload.timeout.map(|timeout| timeout.mul_f64(0.9))),
             retry_unknown: self.faults.retry_unknown,
             fence: self.faults.fence(),
-            ..self.engine.settings(pool_connections, &self.trips)
+            ..self.engine.settings(&self.sweep_shards, &self.trips)
         }
     }
 

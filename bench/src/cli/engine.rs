@@ -164,10 +164,12 @@ impl EngineArgs {
         }
     }
 
-    /// The systems' settings, with `pool_connections` for the systems
-    /// without shards, the trips' limits of `trips`, and the fence on
-    /// (what is left is for the caller to set).
-    pub fn settings(&self, pool_connections: usize, trips: &TripArgs) -> Settings {
+    /// The systems' settings, with as many store connections for the
+    /// systems without shards as the largest of the shard counts of
+    /// `sweep` ([`EngineArgs::shard_counts`]), the trips' limits of
+    /// `trips`, and the fence on (what is left is for the caller to set).
+    pub fn settings(&self, sweep: &[usize], trips: &TripArgs) -> Settings {
+        let pool_connections = self.shard_counts(sweep).into_iter().max().unwrap_or(1);
         Settings {
             max_batch_size: self.max_batch_size,
             max_batch_delay: self.max_batch_delay,

@@ -98,9 +98,7 @@ impl TuneArgs {
             .load
             .load(sampler, self.duration(), &OverloadArgs::default());
         let heading = self.describe();
-        let shards = self.engine.shard_counts(&self.sweep_shards);
-        let pool_connections = shards.iter().copied().max().unwrap_or(1);
-        let settings = self.engine.settings(pool_connections, &self.trips);
+        let settings = self.engine.settings(&self.sweep_shards, &self.trips);
         self.store.run_on(self.load.keys, |store| {
             tune::run_cli(
                 &settings,

@@ -121,9 +121,8 @@ impl UnkeyedArgs {
 
     /// The systems' settings from the flags (no trips among them).
     fn settings(&self) -> Settings {
-        let shards = self.engine.shard_counts(&self.sweep_shards);
-        let pool_connections = shards.iter().copied().max().unwrap_or(1);
-        self.engine.settings(pool_connections, &TripArgs::default())
+        self.engine
+            .settings(&self.sweep_shards, &TripArgs::default())
     }
 
     /// What is run, as the heading says it.
