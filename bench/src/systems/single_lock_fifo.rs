@@ -253,8 +253,9 @@ impl Queue for Fifo {
 /// write in one request; each input answered with the version its place in
 /// its key's write produced.
 async fn run_keys(batch: Batch, pool: &Pool) -> Ran {
-    let mut writes: Vec<Write> = Vec::new();
-    let mut write_of: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    // Sized for a key per input, as a loader that knows its batch would.
+    let mut writes: Vec<Write> = Vec::with_capacity(batch.inputs.len());
+    let mut write_of = ahash::AHashMap::with_capacity(batch.inputs.len());
     // Each input's write, and its place among that write's inputs.
     let mut places = Vec::with_capacity(batch.inputs.len());
     for (&key, &input) in batch.keys.iter().zip(&batch.inputs) {
