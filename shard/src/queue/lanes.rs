@@ -669,14 +669,8 @@ where
         let seq = self.seq_next;
         self.seq_next += 1;
 
-        if lane.inputs.len() == lane.inputs.capacity() {
-            self.buffers_kept.outgrow(&mut lane.inputs);
-        }
         // G2: after every input of rank <= this one, so ties keep admission
-        // order. The common case (arrival order) appends at the back. Room
-        // is made and the order looked at before the input is built, so that
-        // nothing stands between building it and moving it into place.
-        let in_order = lane.inputs.back().is_none_or(|last| last.rank <= rank);
+        // order. The common case (arrival order) appends at the back.
         let waiting = Waiting {
             rank,
             boundary,
@@ -685,10 +679,12 @@ where
             weight,
             item,
         };
-        if in_order {
-            lane.inputs.push_back(waiting);
-        } else {
-            lane.insert_by_rank(waiting);
+        if lane.inputs.len() == lane.inputs.capacity() {
+            self.buffers_kept.outgrow(&mut lane.inputs);
+        }
+        match lane.inputs.back() {
+            Some(last) if last.rank > rank => lane.insert_by_rank(waiting),
+            _ => lane.inputs.push_back(waiting),
         }
         self.longest.grew(place, lane.inputs.len());
         if lane.inputs.len() == 1 {
