@@ -56,6 +56,26 @@ fn configured(
         .commit_interval(Duration::from_millis(100))
 }
 
+/// Waits until `records` records are applied and `topic`'s commits in
+/// `group` reach its end, then closes `consumer`; its progress then.
+fn drain(
+    broker: &Broker,
+    ledger: &Ledger,
+    consumer: Consumer,
+    (group, topic, partitions): (&str, &str, i32),
+    records: usize,
+) -> Progress {
+    wait_until(
+        "every record applied",
+        || ledger.applied() == records as u64,
+        || format!("{} applied; {:?}", ledger.applied(), consumer.progress()),
+    );
+    wait_for_commits(broker, group, topic, &ends(broker, topic, partitions));
+    let progress = consumer.progress();
+    consumer.close().expect("the consumer closes cleanly");
+    progress
+}
+
 /// Waits until `done` holds, failing with `what` and the state it shows.
 fn wait_until(what: &str, mut done: impl FnMut() -> bool, state: impl Fn() -> String) {
     let started = Instant::now();
@@ -197,14 +217,13 @@ fn a_partition_the_engine_refuses_is_paused_and_loses_nothing() {
     let consumer = consumer(broker, engine, group, topic)
         .start()
         .expect("the consumer starts");
-    wait_until(
-        "every record applied",
-        || ledger.applied() == records.len() as u64,
-        || format!("{} applied; {:?}", ledger.applied(), consumer.progress()),
+    let progress = drain(
+        broker,
+        &ledger,
+        consumer,
+        (group, topic, partitions),
+        records.len(),
     );
-    wait_for_commits(broker, group, topic, &ends(broker, topic, partitions));
-    let progress = consumer.progress();
-    consumer.close().expect("the consumer closes cleanly");
 
     assert!(
         progress.refused > 0,
@@ -455,14 +474,13 @@ fn one_record_per_partition_in_the_engine_retries_a_failed_record_before_its_key
     })
     .start()
     .expect("the consumer starts");
-    wait_until(
-        "every record applied",
-        || ledger.applied() == records.len() as u64,
-        || format!("{} applied; {:?}", ledger.applied(), consumer.progress()),
+    let progress = drain(
+        broker,
+        &ledger,
+        consumer,
+        (group, topic, partitions),
+        records.len(),
     );
-    wait_for_commits(broker, group, topic, &ends(broker, topic, partitions));
-    let progress = consumer.progress();
-    consumer.close().expect("the consumer closes cleanly");
 
     ledger.assert_each_applied_once_in_order(&ledger::counts(&records));
     assert_eq!(ledger.stale(), 0, "no retried record refused as stale");
