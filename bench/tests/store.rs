@@ -60,3 +60,54 @@ fn bare_postgres_and_redis_ask_for_a_private_server() {
     let opened = Store::open(&StoreAddress::Private(Kind::Redis), 1, Duration::ZERO);
     assert!(opened.is_err());
 }
+
+/// The path of the systems other than ferry's on a real store, on the
+/// library's in-memory store: the same rows and conditions as on a server.
+#[test]
+fn a_linked_connection_reads_then_writes_each_key_on_its_condition() {
+    use ferry::entity::{Fault, MemoryStore, Request, Store as _};
+    use ferry_bench::store::{Linked, StoreError, Write};
+
+    let store = MemoryStore::<u64>::new();
+    let linked = Linked::new(block_on(store.connect()).unwrap(), 4);
+    // A keyed batch answers the version it started from.
+    assert_eq!(block_on(linked.apply(1, 2, 7)), Ok(0));
+    assert_eq!(block_on(linked.apply(1, 1, 3)), Ok(2));
+    let row = store.row(&1).unwrap();
+    assert_eq!((row.version, row.state.as_deref()), (3, Some(&b"10"[..])));
+    // Somebody else wrote key 2: a trip reads every key's row and writes
+    // each from the version it read.
+    store.write_outside(2, |row| {
+        row.version = 5;
+        row.state = Some(b"1".to_vec());
+    });
+    let writes = vec![
+        Write {
+            key: 1,
+            count: 1,
+            sum: 1,
+        },
+        Write {
+            key: 2,
+            count: 2,
+            sum: 4,
+        },
+    ];
+    assert_eq!(block_on(linked.apply_many(writes)), vec![Ok(3), Ok(5)]);
+    assert_eq!(store.row(&2).unwrap().state.as_deref(), Some(&b"5"[..]));
+    // Unkeyed batches write rows of their own past the keys.
+    assert_eq!(block_on(linked.apply_unkeyed(3, 9)), Ok(0));
+    assert_eq!(block_on(linked.apply_unkeyed(2, 1)), Ok(3));
+    assert_eq!(store.row(&4).unwrap().version, 3);
+    assert_eq!(store.row(&5).unwrap().state.as_deref(), Some(&b"1"[..]));
+    // A write whose reply is lost has an unknown outcome, from the version
+    // it was conditioned on.
+    store.faults(|request| (request == Request::Write).then_some(Fault::LoseReply));
+    assert!(matches!(
+        block_on(linked.apply(1, 1, 1)),
+        Err(StoreError::Unknown { from: Some(4), .. })
+    ));
+    store.no_faults();
+    // Every write followed its own read, so none conflicted.
+    assert_eq!(linked.conflicts(), 0);
+}

@@ -18,12 +18,13 @@ pub struct StoreArgs {
     ///
     /// sim: simulated in this process.
     /// postgres://USER@HOST:PORT/DATABASE: a PostgreSQL server, where
-    /// ferry-load creates a table ferry_load_keys (key bigint primary key,
-    /// version bigint, value bigint; rows 0..K-1 for the keys, -1 for the
-    /// unkeyed stream), dropping one of that name first, and drops it at
-    /// the end. redis://HOST:PORT[/DB]: a Redis server, where it writes hashes
-    /// ferry-load:{k} (fields version, value) for k in 0..K and
-    /// ferry-load:stream, and deletes them at the end. A real store is reset
+    /// every system writes through ferry::entity's PostgresStore to a table
+    /// ferry_load_entities (with ferry_load_entities_events), dropping one
+    /// of that name first, and drops it at the end. redis://HOST:PORT[/DB]:
+    /// a Redis server, where every system writes through ferry::entity's
+    /// RedisStore to the keys ferry-load-entity:*, deleted first and at the
+    /// end. Rows 0..K-1 are the keys; an unkeyed batch writes a row of its
+    /// own after them. A real store is reset
     /// to zeros before each system's run and read back after it. On one,
     /// ferry's (and batcher's) shards run on tokio with one connection each;
     /// every other system shares a pool of as many connections as ferry has

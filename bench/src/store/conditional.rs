@@ -1,95 +1,254 @@
-//! The read-then-conditional-write flow the real stores share: a keyed
-//! batch reads its key's version and value, then writes the new ones on the
-//! condition that the version is still the one read, and reads again after
-//! a conflict; a trip goes in rounds until no key of it
-//! conflicts (see [`Rounds`]). What a read and a conditional write are on
-//! the server is each store's own ([`Conditional`]).
+//! The read-then-conditional-write flow of the systems other than ferry's
+//! on a real store, through `ferry::entity`'s connections: the rows and
+//! the statements (or scripts) are the library's, the same that ferry's
+//! own systems write through, so every system compared pays for the same
+//! requests.
+//!
+//! Key `k` is the entity row `k`, its version the inputs applied and its
+//! state the sum of their values (decimal text, as the JSON of ferry's
+//! systems), owner epoch 0. A keyed batch reads its key's row, then writes
+//! the new one on the condition that the version is still the one read,
+//! and reads again after a conflict; a trip goes in rounds until no key of
+//! it conflicts (see [`Rounds`]), one read of its keys and one write a
+//! round. An unkeyed batch reads, then writes a row of its own past the
+//! keys (`keys + n` for its store's `n`-th batch) expected absent, so it
+//! never conflicts, however many run at once.
 
 use std::collections::hash_map::RandomState;
-use std::future::Future;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Attempt, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
+use ferry::entity::{Connection as Entity, Row, StoreError as EntityError, Write as EntityWrite};
 
-/// A connection that reads a key and writes it conditionally.
-pub(crate) trait Conditional: Send {
-    /// A key as the server names it.
-    type Name: Send + Sync;
+use super::{Attempt, RoundFailed, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
 
-    /// The server's name of `key`.
-    fn name(key: u64) -> Self::Name;
-
-    /// The key's version and value.
-    fn read(
-        &mut self,
-        name: &Self::Name,
-    ) -> impl Future<Output = Result<(u64, u64), StoreError>> + Send;
-
-    /// `version + count` and `value` written if the key is still at
-    /// `version`; whether it was.
-    fn write(
-        &mut self,
-        name: &Self::Name,
-        version: u64,
-        count: u64,
-        value: u64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-
-    /// One round of a trip at the writes `left` (places in `writes`):
-    /// which were written, from which version, and which conflicted.
-    fn try_many(
-        &mut self,
-        writes: &[Write],
-        left: &[usize],
-    ) -> impl Future<Output = Attempt> + Send;
-
-    /// The store's count of conflicts.
-    fn conflicts(&self) -> &AtomicU64;
+/// What a real store counts across its connections.
+#[derive(Debug)]
+pub(crate) struct Books {
+    /// The keys `0..keys`; unkeyed batches' rows come after them.
+    pub(crate) keys: u64,
+    /// Conditional writes that found another version.
+    pub(crate) conflicts: AtomicU64,
+    /// Unkeyed batches' rows handed out since the last reset.
+    pub(crate) stream_rows: AtomicU64,
+    /// Inputs of the unkeyed batches since the last reset: the stream's
+    /// length.
+    pub(crate) stream_len: AtomicU64,
 }
 
-/// A keyed batch of `count` inputs summing to `sum`: read, then the
-/// conditional write, again after a conflict; the version it started from.
-pub(crate) async fn apply<C: Conditional>(
-    mut connection: C,
-    key: u64,
-    count: u64,
-    sum: u64,
-) -> Result<u64, StoreError> {
-    let name = C::name(key);
-    for _ in 0..WRITE_ATTEMPTS_MAX {
-        let (version, value) = connection.read(&name).await?;
-        if connection
-            .write(&name, version, count, value.wrapping_add(sum))
-            .await?
-        {
-            return Ok(version);
+impl Books {
+    pub(crate) fn new(keys: u64) -> Self {
+        Self {
+            keys,
+            conflicts: AtomicU64::new(0),
+            stream_rows: AtomicU64::new(0),
+            stream_len: AtomicU64::new(0),
         }
-        connection.conflicts().fetch_add(1, Ordering::Relaxed);
     }
-    Err(StoreError::ConflictsExhausted {
-        key,
-        attempts: WRITE_ATTEMPTS_MAX,
-    })
+
+    /// Every row written so far: the keys' and the unkeyed batches'.
+    pub(crate) fn rows(&self) -> u64 {
+        self.keys + self.stream_rows.load(Ordering::Acquire)
+    }
+
+    /// A reset: no unkeyed rows.
+    pub(crate) fn clear_stream(&self) {
+        self.stream_rows.store(0, Ordering::Release);
+        self.stream_len.store(0, Ordering::Release);
+    }
 }
 
-/// A trip: rounds of [`Conditional::try_many`] until no key conflicts,
-/// paused as [`Rounds::pause`] says (on the caller's tokio runtime); per
-/// write, the version it started from.
-pub(crate) async fn apply_many<C: Conditional>(
-    mut connection: C,
-    writes: Vec<Write>,
-) -> Vec<Result<u64, StoreError>> {
-    let mut rounds = Rounds::new(&writes);
-    while let Some(left) = rounds.next() {
-        let pause = rounds.pause(RandomState::new().hash_one(left.len()));
-        if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
-        }
-        let conflicts = rounds.settle(connection.try_many(&writes, &left).await);
-        connection
-            .conflicts()
-            .fetch_add(conflicts, Ordering::Relaxed);
+/// One connection of the library's to a real store, with that store's
+/// books.
+#[derive(Debug)]
+pub struct Linked<C> {
+    pub(crate) connection: C,
+    pub(crate) books: &'static Books,
+}
+
+/// A row's state: its value as decimal text.
+fn state_of(value: u64) -> Vec<u8> {
+    value.to_string().into_bytes()
+}
+
+/// A row's value (0 for a key never written).
+fn value_of(row: &Row) -> Result<u64, StoreError> {
+    let Some(state) = &row.state else {
+        return Ok(0);
+    };
+    std::str::from_utf8(state)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| {
+            StoreError::Server(format!(
+                "a row's state `{}` is not a value",
+                String::from_utf8_lossy(state)
+            ))
+        })
+}
+
+/// The library's error as this tool's: a lost write's outcome is unknown,
+/// conditioned on `from` if it was a keyed one.
+fn error_of(error: EntityError, from: Option<u64>) -> StoreError {
+    match error {
+        EntityError::Refused(why) => StoreError::Server(why),
+        EntityError::Broken(why) => StoreError::Disconnected(why),
+        EntityError::Lost(why) => StoreError::Unknown { why, from },
     }
-    rounds.finish()
+}
+
+/// Each key's version and value, in the order given.
+async fn read<C: Entity<u64>>(
+    connection: &C,
+    keys: &[&u64],
+) -> Result<Vec<(u64, u64)>, StoreError> {
+    let rows = connection
+        .read(keys)
+        .await
+        .map_err(|err| error_of(err, None))?;
+    rows.iter()
+        .map(|row| Ok((row.version, value_of(row)?)))
+        .collect()
+}
+
+impl<C: Entity<u64>> Linked<C> {
+    /// `connection` to a store of keys `0..keys`, with books of its own
+    /// that live as long as the process (the real stores share theirs
+    /// among their connections).
+    ///
+    /// ```
+    /// use ferry::entity::{MemoryStore, Store};
+    /// use ferry_bench::store::Linked;
+    ///
+    /// # futures::executor::block_on(async {
+    /// let store = MemoryStore::<u64>::new();
+    /// let linked = Linked::new(store.connect().await.unwrap(), 10);
+    /// assert_eq!(linked.conflicts(), 0);
+    /// # });
+    /// ```
+    pub fn new(connection: C, keys: u64) -> Self {
+        Self {
+            connection,
+            books: Box::leak(Box::new(Books::new(keys))),
+        }
+    }
+
+    /// The conditional writes that found another version, on every
+    /// connection of these books.
+    pub fn conflicts(&self) -> u64 {
+        self.books.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// A keyed batch of `count` inputs summing to `sum`: read, then the
+    /// conditional write, again after a conflict; the version it started
+    /// from.
+    pub async fn apply(&self, key: u64, count: u64, sum: u64) -> Result<u64, StoreError> {
+        for _ in 0..WRITE_ATTEMPTS_MAX {
+            let [(version, value)] = read(&self.connection, &[&key]).await?[..] else {
+                return Err(StoreError::Server("one key read, not one row".to_string()));
+            };
+            let state = state_of(value.wrapping_add(sum));
+            let write = EntityWrite {
+                key: &key,
+                expected: version,
+                version: version + count,
+                epoch: 0,
+                state: &state,
+            };
+            let landed = self
+                .connection
+                .write(&[write])
+                .await
+                .map_err(|err| error_of(err, Some(version)))?;
+            if landed == [true] {
+                return Ok(version);
+            }
+            self.books.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(StoreError::ConflictsExhausted {
+            key,
+            attempts: WRITE_ATTEMPTS_MAX,
+        })
+    }
+
+    /// A trip: rounds of [`Linked::try_many`] until no key conflicts,
+    /// paused as [`Rounds::pause`] says (on the caller's tokio runtime);
+    /// per write, the version it started from.
+    pub async fn apply_many(&self, writes: Vec<Write>) -> Vec<Result<u64, StoreError>> {
+        let mut rounds = Rounds::new(&writes);
+        while let Some(left) = rounds.next() {
+            let pause = rounds.pause(RandomState::new().hash_one(left.len()));
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            let conflicts = rounds.settle(self.try_many(&writes, &left).await);
+            self.books.conflicts.fetch_add(conflicts, Ordering::Relaxed);
+        }
+        rounds.finish()
+    }
+
+    /// One round of a trip at the writes `left` (places in `writes`): one
+    /// read of their keys, then one write of each on its own condition.
+    async fn try_many(&self, writes: &[Write], left: &[usize]) -> Attempt {
+        let keys: Vec<&u64> = left.iter().map(|&at| &writes[at].key).collect();
+        let read = read(&self.connection, &keys).await?;
+        let states: Vec<Vec<u8>> = left
+            .iter()
+            .zip(&read)
+            .map(|(&at, &(_, value))| state_of(value.wrapping_add(writes[at].sum)))
+            .collect();
+        let entity_writes: Vec<EntityWrite<'_, u64>> = left
+            .iter()
+            .zip(&read)
+            .zip(&states)
+            .map(|((&at, &(version, _)), state)| EntityWrite {
+                key: &writes[at].key,
+                expected: version,
+                version: version + writes[at].count,
+                epoch: 0,
+                state,
+            })
+            .collect();
+        let landed = self.connection.write(&entity_writes).await.map_err(|err| {
+            let sent_from = read.iter().map(|&(version, _)| version).collect();
+            RoundFailed::sent(error_of(err, None), sent_from)
+        })?;
+        let (mut written, mut conflicted) = (Vec::new(), Vec::new());
+        for ((&at, landed), (version, _)) in left.iter().zip(landed).zip(read) {
+            if landed {
+                written.push((at, version));
+            } else {
+                conflicted.push(at);
+            }
+        }
+        Ok((written, conflicted))
+    }
+
+    /// One unkeyed batch of `count` inputs summing to `sum`: a read (for
+    /// the round trip it stands for, as `SimStore::apply_unkeyed`'s), then
+    /// a row of its own written. Answers the stream's length before the
+    /// batch's inputs.
+    pub async fn apply_unkeyed(&self, count: u64, sum: u64) -> Result<u64, StoreError> {
+        let row = self.books.keys + self.books.stream_rows.fetch_add(1, Ordering::AcqRel);
+        read(&self.connection, &[&row]).await?;
+        let state = state_of(sum);
+        let write = EntityWrite {
+            key: &row,
+            expected: 0,
+            version: count,
+            epoch: 0,
+            state: &state,
+        };
+        let landed = self
+            .connection
+            .write(&[write])
+            .await
+            .map_err(|err| error_of(err, None))?;
+        if landed != [true] {
+            return Err(StoreError::Server(format!(
+                "the unkeyed batch's row {row} was already written"
+            )));
+        }
+        Ok(self.books.stream_len.fetch_add(count, Ordering::AcqRel))
+    }
 }

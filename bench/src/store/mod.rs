@@ -12,7 +12,8 @@
 //! ([`Store::conflicts`]), and the batch reads again and retries, at most
 //! [`WRITE_ATTEMPTS_MAX`] times. A system that keeps one batch per key in
 //! flight never conflicts. An unkeyed batch ([`Connection::apply_unkeyed`])
-//! reads one stream's length and appends to it unconditionally.
+//! reads, then appends to one stream unconditionally (on the sim, the
+//! stream's length and value; on a server, a row of the batch's own).
 //!
 //! So the versions add up to the inputs applied and the values to their
 //! sum ([`Store::contents`]); after a run both must equal what the load
@@ -21,8 +22,12 @@
 //! | store | a key | the read | the conditional write |
 //! | --- | --- | --- | --- |
 //! | sim | two atomics | a load | a compare-and-swap |
-//! | postgres | row `key` of table `ferry_load_keys` | `SELECT` | `UPDATE … WHERE key = $1 AND version = $read` |
-//! | redis | hash `ferry-load:{key}` | `HMGET` | a compare-and-set Lua script |
+//! | postgres | row `key` of table `ferry_load_entities` | `ferry::entity`'s `PostgresStore` read | its conditional write |
+//! | redis | string `ferry-load-entity:{key}` | `ferry::entity`'s `RedisStore` read | its conditional write |
+//!
+//! On a real store every system goes through the library's store: ferry's
+//! through `ferry::entity`'s engine, the others through its connections
+//! ([`Linked`]), so they all send the same requests.
 //!
 //! # Connections
 //!
@@ -36,10 +41,10 @@
 //!
 //! # Set-up and clean-up
 //!
-//! [`Store::open`] creates a real store's table (dropping one left over) or
-//! claims its keys; [`Store::reset`] sets every key to version 0 and value
-//! 0 (the runs call it before each system); [`Store::stop`] drops the table
-//! or deletes the keys. The sim needs none of it: its figures are read as
+//! [`Store::open`] drops a real store's table or keys left over;
+//! [`Store::reset`] does it again, setting every key to version 0 and value
+//! 0 (the runs call it before each system; the library's first connection
+//! creates the table); [`Store::stop`] drops the table or deletes the keys. The sim needs none of it: its figures are read as
 //! differences.
 
 use std::fmt;
@@ -57,13 +62,9 @@ pub mod resolve;
 mod rounds;
 pub mod sim;
 
-pub use on_postgres::{
-    PgConnection, PgStore, ENTITY_TABLE as POSTGRES_ENTITY_TABLE, TABLE as POSTGRES_TABLE,
-};
-pub use on_redis::{
-    RedisConnection, RedisStore, ENTITY_PREFIX as REDIS_ENTITY_PREFIX,
-    KEY_PREFIX as REDIS_KEY_PREFIX,
-};
+pub use conditional::Linked;
+pub use on_postgres::{PgStore, ENTITY_TABLE as POSTGRES_ENTITY_TABLE};
+pub use on_redis::{RedisStore, ENTITY_PREFIX as REDIS_ENTITY_PREFIX};
 pub use resolve::{resolutions, Fence, Resolutions};
 use sim::SimStore;
 
@@ -223,9 +224,8 @@ impl Store {
         }
     }
 
-    /// Where ferry's systems keep their keys on a real store, through
-    /// `ferry::entity` (a table, or a key prefix, of their own, read back
-    /// with the rest); `None` for the sim, whose ferry batches call it
+    /// The library's store of a real store's keys, through which ferry's
+    /// systems write; `None` for the sim, whose ferry batches call it
     /// directly.
     pub fn entity_store(self) -> Option<Result<EntityStore, String>> {
         match self {

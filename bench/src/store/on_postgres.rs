@@ -1,70 +1,32 @@
 //! The store on a PostgreSQL server (`--store postgres://…`), through
 //! tokio-postgres.
 //!
-//! One table, `ferry_load_keys (key bigint primary key, version bigint,
-//! value bigint)`: a row per key `0..keys`, and row `-1` for the unkeyed
-//! stream (its version is the stream's length). Every statement is its own
-//! transaction (autocommit), as a service's single-statement writes are: a
-//! batch is a `SELECT` of its key's row, then an `UPDATE` that sets the new
-//! version and value `WHERE key = $1 AND version = $read`; no row updated is
-//! a conflict. A trip is the same in two statements for all its keys: a
-//! `SELECT … WHERE key = ANY($1)`, then one `UPDATE … FROM unnest(…)` that
-//! writes each row on its own condition and returns the keys it wrote (one
-//! commit for the whole trip); a key not returned conflicted and is tried
-//! again. Statements are prepared once per connection.
+//! Every system writes `ferry::entity`'s table [`ENTITY_TABLE`] through the
+//! library's `PostgresStore` (which creates it, with its events table):
+//! ferry's systems through `ferry::entity`'s engine, the others through its
+//! connections (see [`conditional`](super::conditional)). This file holds
+//! the store's own connection: set-up, reset, read-back, clean-up and the
+//! faults' admin work.
 //!
 //! The server's CPU time is read from `/proc` when the server runs on this
 //! machine: the postmaster's own and its reaped children's, plus every live
 //! child's (each connection is a child process of the postmaster).
 
 use std::error::Error as _;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry::entity::POSTGRES_FILLFACTOR;
+use ferry::entity::{PgConnection, Store as _};
 use tokio_postgres::config::Host;
-use tokio_postgres::types::Type;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, NoTls};
 
-use super::conditional::Conditional;
-use super::{
-    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
-};
+use super::conditional::{Books, Linked};
+use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
 
-/// The table `ferry-load` creates, resets, reads back and drops.
-pub const TABLE: &str = "ferry_load_keys";
-
-/// The table of ferry's own systems, written through `ferry::entity`'s
-/// `PostgresStore` (which creates it, with `{ENTITY_TABLE}_events`); a
-/// key's state is its value as JSON. Dropped at each reset, read back
-/// beside [`TABLE`].
+/// The table every system writes, through `ferry::entity`'s
+/// `PostgresStore` (with `{ENTITY_TABLE}_events`, unused here); a key's
+/// state is its value as JSON. Dropped at each reset and at the end.
 pub const ENTITY_TABLE: &str = "ferry_load_entities";
-
-/// The unkeyed stream's row.
-const STREAM_KEY: i64 = -1;
-
-const READ: &str = "SELECT version, value FROM ferry_load_keys WHERE key = $1";
-const WRITE: &str =
-    "UPDATE ferry_load_keys SET version = $3, value = $4 WHERE key = $1 AND version = $2";
-const READ_MANY: &str = "SELECT key, version, value FROM ferry_load_keys WHERE key = ANY($1)";
-/// Every key's row is locked in key order (the sorted `FOR UPDATE`) before
-/// any is written: the join alone moves rows in the table's order, which
-/// two requests on overlapping keys can see differently and deadlock on
-/// (PostgreSQL breaks a deadlock only after a second, failing one of them).
-/// The locking runs once, as a materialised aggregate the join needs
-/// before its first row: as a subquery joined row by row it ran again for
-/// every key of the request (200 keys: 59 ms instead of 2).
-const WRITE_MANY: &str = "WITH locked AS MATERIALIZED (SELECT count(*) AS keys_locked FROM \
-                            (SELECT key FROM ferry_load_keys WHERE key = ANY($1) \
-                             ORDER BY key FOR UPDATE) AS l) \
-                          UPDATE ferry_load_keys AS t SET version = u.next, value = u.value \
-                          FROM locked, unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[]) \
-                          AS u(key, expected, next, value) \
-                          WHERE t.key = u.key AND t.version = u.expected AND locked.keys_locked >= 0 \
-                          RETURNING t.key";
-const APPEND: &str = "UPDATE ferry_load_keys SET version = version + $1, value = value + $2 \
-                      WHERE key = -1 RETURNING version - $1";
 
 /// A PostgreSQL server holding the keys.
 pub struct PgStore {
@@ -73,8 +35,7 @@ pub struct PgStore {
     routed: Mutex<Option<Config>>,
     /// The address as shown (no password).
     shown: String,
-    keys: u64,
-    conflicts: AtomicU64,
+    books: Books,
     /// The postmaster's process id, when the server runs on this machine
     /// (another after a restart).
     postmaster: Mutex<Option<u32>>,
@@ -91,13 +52,13 @@ impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("address", &self.shown)
-            .field("keys", &self.keys)
+            .field("keys", &self.books.keys)
             .finish_non_exhaustive()
     }
 }
 
 impl PgStore {
-    /// Connects to `url` (shown as `shown`) and creates the table afresh.
+    /// Connects to `url` (shown as `shown`) and drops a table left over.
     pub(super) fn open(url: &str, shown: &str, keys: u64) -> Result<PgStore, String> {
         if i64::try_from(keys).is_err() {
             return Err(format!("{keys} keys do not fit PostgreSQL's bigint"));
@@ -112,22 +73,11 @@ impl PgStore {
             .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
             .and_then(|row| row.try_get(0))
             .map_err(|err| format!("{shown}: {}", said(&err)))?;
-        // Pages filled as the library fills its entity tables, so that the
-        // systems compared meet the same storage (updates stay in their page).
-        let create = format!(
-            "DROP TABLE IF EXISTS {TABLE}; \
-             CREATE TABLE {TABLE} (key bigint PRIMARY KEY, version bigint NOT NULL, value bigint NOT NULL) \
-             WITH (fillfactor = {POSTGRES_FILLFACTOR})"
-        );
-        runtime
-            .block_on(client.batch_execute(&create))
-            .map_err(|err| format!("{shown}: could not create table {TABLE}: {}", said(&err)))?;
         let store = PgStore {
             config,
             routed: Mutex::new(None),
             shown: shown.to_string(),
-            keys,
-            conflicts: AtomicU64::new(0),
+            books: Books::new(keys),
             postmaster: Mutex::new(u32::try_from(backend).ok().and_then(postmaster_of)),
             admin: Mutex::new(Admin { runtime, client }),
         };
@@ -136,102 +86,58 @@ impl PgStore {
     }
 
     pub(super) fn keys(&self) -> u64 {
-        self.keys
+        self.books.keys
     }
 
     pub(super) fn conflicts(&self) -> u64 {
-        self.conflicts.load(Ordering::Relaxed)
+        self.books
+            .conflicts
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// A connection of its own, its I/O on the calling thread's runtime.
-    pub(super) async fn connect(&'static self) -> Result<Arc<PgConnection>, String> {
-        let routed = lock(&self.routed).clone();
-        let client = connect(routed.as_ref().unwrap_or(&self.config), &self.shown).await?;
-        let prepare = |sql: &'static str, types: &'static [Type]| {
-            let client = &client;
-            async move {
-                client.prepare_typed(sql, types).await.map_err(|err| {
-                    format!("{}: could not prepare `{sql}`: {}", self.shown, said(&err))
-                })
-            }
-        };
-        let read = prepare(READ, &[Type::INT8]).await?;
-        let write = prepare(WRITE, &[Type::INT8, Type::INT8, Type::INT8, Type::INT8]).await?;
-        let append = prepare(APPEND, &[Type::INT8, Type::INT8]).await?;
-        let read_many = prepare(READ_MANY, &[Type::INT8_ARRAY]).await?;
-        let arrays = &[Type::INT8_ARRAY; 4];
-        let write_many = prepare(WRITE_MANY, arrays).await?;
-        Ok(Arc::new(PgConnection {
-            client,
-            read,
-            write,
-            append,
-            read_many,
-            write_many,
-            store: self,
+    /// A connection of the library's for batches, its I/O on the calling
+    /// thread's runtime.
+    pub(super) async fn connect(&'static self) -> Result<Arc<Linked<PgConnection<u64>>>, String> {
+        let connection = self
+            .entity_store()?
+            .connect()
+            .await
+            .map_err(|err| err.to_string())?;
+        Ok(Arc::new(Linked {
+            connection,
+            books: &self.books,
         }))
     }
 
-    /// Every row back to version 0 and value 0: the table emptied and
-    /// filled again, so no run inherits another's dead row versions.
+    /// Every key back to version 0 and value 0: the tables dropped (the
+    /// next connection makes them again), so no run inherits another's
+    /// rows or dead row versions.
     pub(super) fn reset(&self) -> Result<(), String> {
-        let fill = format!(
-            "BEGIN; DROP TABLE IF EXISTS {ENTITY_TABLE}, {ENTITY_TABLE}_events; TRUNCATE {TABLE}; \
-             INSERT INTO {TABLE} (key, version, value) SELECT k, 0, 0 FROM generate_series({STREAM_KEY}, {}) AS k; \
-             COMMIT; ANALYZE {TABLE}",
-            self.keys as i64 - 1
-        );
         let admin = lock(&self.admin);
         admin
             .runtime
-            .block_on(admin.client.batch_execute(&fill))
+            .block_on(admin.client.batch_execute(&format!(
+                "DROP TABLE IF EXISTS {ENTITY_TABLE}, {ENTITY_TABLE}_events"
+            )))
             .map_err(|err| {
                 format!(
-                    "{}: could not reset table {TABLE}: {}",
-                    self.shown,
-                    said(&err)
-                )
-            })
-    }
-
-    /// Sums every row's version and value; every row must still be there.
-    pub(super) fn contents(&self) -> Result<Contents, String> {
-        let sql = format!(
-            "SELECT count(*), coalesce(sum(version), 0)::bigint, coalesce(sum(value), 0)::bigint FROM {TABLE}"
-        );
-        let admin = lock(&self.admin);
-        let row = admin
-            .runtime
-            .block_on(admin.client.query_one(&sql, &[]))
-            .map_err(|err| {
-                format!(
-                    "{}: could not read table {TABLE} back: {}",
+                    "{}: could not reset table {ENTITY_TABLE}: {}",
                     self.shown,
                     said(&err)
                 )
             })?;
-        let column = |index: usize| -> Result<i64, String> {
-            row.try_get(index)
-                .map_err(|err| format!("{}: reading {TABLE} back: {}", self.shown, said(&err)))
-        };
-        let rows = column(0)?;
-        if rows != self.keys as i64 + 1 {
-            return Err(format!(
-                "{}: table {TABLE} has {rows} rows, not the {} it was filled with",
-                self.shown,
-                self.keys + 1
-            ));
-        }
-        let entities = self.entity_contents(&admin)?;
-        Ok(Contents {
-            inputs: column(1)? as u64 + entities.inputs,
-            sum: (column(2)? as u64).wrapping_add(entities.sum),
-        })
+        self.books.clear_stream();
+        Ok(())
     }
 
-    /// What ferry's systems wrote to [`ENTITY_TABLE`] (nothing if it is
-    /// not there): versions added, and values (JSON numbers) added,
-    /// wrapping as the other table's sums do.
+    /// Sums every row's version and value.
+    pub(super) fn contents(&self) -> Result<Contents, String> {
+        let admin = lock(&self.admin);
+        self.entity_contents(&admin)
+    }
+
+    /// What the systems wrote to [`ENTITY_TABLE`] (nothing if it is not
+    /// there): versions added, and values (JSON numbers) added, wrapping.
     fn entity_contents(&self, admin: &Admin) -> Result<Contents, String> {
         let sql = format!(
             "SELECT coalesce(sum(version), 0)::text, \
@@ -270,7 +176,7 @@ impl PgStore {
         })
     }
 
-    /// The `ferry::entity` store of ferry's systems: on [`ENTITY_TABLE`],
+    /// The `ferry::entity` store of every system: on [`ENTITY_TABLE`],
     /// through `--fault`'s proxy once routed.
     pub(super) fn entity_store(&self) -> Result<ferry::entity::PostgresStore, String> {
         let config = lock(&self.routed)
@@ -280,21 +186,9 @@ impl PgStore {
             .map_err(|err| err.to_string())
     }
 
-    /// Drops the table.
+    /// Drops the tables.
     pub(super) fn remove(&self) -> Result<(), String> {
-        let admin = lock(&self.admin);
-        admin
-            .runtime
-            .block_on(admin.client.batch_execute(&format!(
-                "DROP TABLE IF EXISTS {TABLE}, {ENTITY_TABLE}, {ENTITY_TABLE}_events"
-            )))
-            .map_err(|err| {
-                format!(
-                    "{}: could not drop table {TABLE}: {}",
-                    self.shown,
-                    said(&err)
-                )
-            })
+        self.reset()
     }
 
     /// The server's host and port, from the URL.
@@ -369,24 +263,14 @@ impl PgStore {
     }
 
     /// A new connection of the store's own, in place of the old one once
-    /// it reads the table (after a restart: once recovery is over).
+    /// it answers a query (after a restart: once recovery is over).
     pub(super) fn reconnect_admin(&self) -> Result<(), String> {
         let mut admin = lock(&self.admin);
         let client = admin.runtime.block_on(connect(&self.config, &self.shown))?;
         let backend: i32 = admin
             .runtime
-            .block_on(async {
-                client
-                    .query_one(
-                        &format!("SELECT version FROM {TABLE} WHERE key = {STREAM_KEY}"),
-                        &[],
-                    )
-                    .await?;
-                client
-                    .query_one("SELECT pg_backend_pid()", &[])
-                    .await?
-                    .try_get(0)
-            })
+            .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
+            .and_then(|row| row.try_get(0))
             .map_err(|err| format!("{}: {}", self.shown, said(&err)))?;
         admin.client = client;
         *lock(&self.postmaster) = u32::try_from(backend).ok().and_then(postmaster_of);
@@ -414,140 +298,6 @@ impl PgStore {
     }
 }
 
-/// One PostgreSQL connection with the batch statements prepared on it.
-pub struct PgConnection {
-    client: Client,
-    read: Statement,
-    write: Statement,
-    append: Statement,
-    read_many: Statement,
-    write_many: Statement,
-    store: &'static PgStore,
-}
-
-impl Conditional for Arc<PgConnection> {
-    /// The `key` column's value.
-    type Name = u64;
-
-    fn name(key: u64) -> u64 {
-        key
-    }
-
-    /// A key's version and value (the `SELECT`).
-    async fn read(&mut self, &key: &u64) -> Result<(u64, u64), StoreError> {
-        let row = self
-            .client
-            .query_one(&self.read, &[&(key as i64)])
-            .await
-            .map_err(server_error)?;
-        let version: i64 = row.try_get(0).map_err(server_error)?;
-        let value: i64 = row.try_get(1).map_err(server_error)?;
-        Ok((version as u64, value as u64))
-    }
-
-    /// The conditional `UPDATE`: `version + count` and `value` written if
-    /// the key is still at `version`; whether it was.
-    async fn write(
-        &mut self,
-        &key: &u64,
-        version: u64,
-        count: u64,
-        value: u64,
-    ) -> Result<bool, StoreError> {
-        let written = self
-            .client
-            .execute(
-                &self.write,
-                &[
-                    &(key as i64),
-                    &(version as i64),
-                    &((version + count) as i64),
-                    &(value as i64),
-                ],
-            )
-            .await
-            .map_err(|err| write_error(err).sent_from(version))?;
-        Ok(written == 1)
-    }
-
-    /// One `SELECT` of every key's row, then one `UPDATE` writing each on
-    /// its own condition.
-    async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
-        let keys: Vec<i64> = left.iter().map(|&at| writes[at].key as i64).collect();
-        let rows = self
-            .client
-            .query(&self.read_many, &[&keys])
-            .await
-            .map_err(server_error)?;
-        let mut read = std::collections::HashMap::with_capacity(rows.len());
-        for row in rows {
-            let key: i64 = row.try_get(0).map_err(server_error)?;
-            let version: i64 = row.try_get(1).map_err(server_error)?;
-            let value: i64 = row.try_get(2).map_err(server_error)?;
-            read.insert(key, (version, value));
-        }
-        let (mut expected, mut next, mut value) = (Vec::new(), Vec::new(), Vec::new());
-        for &at in left {
-            let Write { key, count, sum } = writes[at];
-            let Some(&(version, held)) = read.get(&(key as i64)) else {
-                return Err(StoreError::Server(format!("key {key} has no row")).into());
-            };
-            expected.push(version);
-            next.push(version + count as i64);
-            value.push(held.wrapping_add(sum as i64));
-        }
-        let written_rows = self
-            .client
-            .query(&self.write_many, &[&keys, &expected, &next, &value])
-            .await
-            .map_err(|err| {
-                let sent_from = expected.iter().map(|&version| version as u64).collect();
-                RoundFailed::sent(write_error(err), sent_from)
-            })?;
-        let mut written_keys = std::collections::HashSet::with_capacity(written_rows.len());
-        for row in written_rows {
-            written_keys.insert(row.try_get::<_, i64>(0).map_err(server_error)?);
-        }
-        let mut written = Vec::with_capacity(written_keys.len());
-        let mut conflicted = Vec::new();
-        for (&at, version) in left.iter().zip(&expected) {
-            if written_keys.contains(&(writes[at].key as i64)) {
-                written.push((at, *version as u64));
-            } else {
-                conflicted.push(at);
-            }
-        }
-        Ok((written, conflicted))
-    }
-
-    fn conflicts(&self) -> &AtomicU64 {
-        &self.store.conflicts
-    }
-}
-
-impl PgConnection {
-    /// An unkeyed batch: a `SELECT` of the stream's row, then an `UPDATE`
-    /// that adds to it whatever it holds.
-    pub(super) async fn apply_unkeyed(
-        self: Arc<Self>,
-        count: u64,
-        sum: u64,
-    ) -> Result<u64, StoreError> {
-        // Read for the round trip it stands for (see `SimStore::apply_unkeyed`).
-        self.client
-            .query_one(&self.read, &[&STREAM_KEY])
-            .await
-            .map_err(server_error)?;
-        let row = self
-            .client
-            .query_one(&self.append, &[&(count as i64), &(sum as i64)])
-            .await
-            .map_err(write_error)?;
-        let length: i64 = row.try_get(0).map_err(server_error)?;
-        Ok(length as u64)
-    }
-}
-
 /// A client connected to `config` (shown as `shown`), its connection a
 /// task on the calling thread's runtime.
 pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, String> {
@@ -567,35 +317,6 @@ pub(crate) async fn connect(config: &Config, shown: &str) -> Result<Client, Stri
         }
     });
     Ok(client)
-}
-
-/// An error before the write was sent: nothing was applied. The server's
-/// refusal of a statement, or a connection that failed (to be made again).
-fn server_error(err: tokio_postgres::Error) -> StoreError {
-    StoreError::unsent(refused(&err), said(&err))
-}
-
-/// An error of the write itself: the server's refusal of the statement
-/// (nothing applied: each statement is its own transaction), or a
-/// connection that failed once the write was sent (applied or not: the
-/// outcome is unknown).
-fn write_error(err: tokio_postgres::Error) -> StoreError {
-    StoreError::sent(refused(&err), said(&err))
-}
-
-/// Whether the server refused the statement and the session goes on.
-fn refused(err: &tokio_postgres::Error) -> bool {
-    err.as_db_error().is_some() && !ends_connection(err)
-}
-
-/// Whether the server's error ends the session (severity `FATAL`: the
-/// backend terminated by `pg_terminate_backend`, a shutdown, a crash): the
-/// connection is gone as if it had broken, and a write it answers is
-/// counted unknown rather than refused (the server cannot be trusted to
-/// have said so only before the commit).
-fn ends_connection(err: &tokio_postgres::Error) -> bool {
-    err.as_db_error()
-        .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"))
 }
 
 /// tokio-postgres's error with what caused it (its own message is one

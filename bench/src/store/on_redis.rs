@@ -1,87 +1,33 @@
 //! The store on a Redis server (`--store redis://…`), through the `redis`
-//! crate's multiplexed tokio connection.
+//! crate.
 //!
-//! Key `k` is the hash `ferry-load:{k}` with fields `version` and `value`;
-//! the unkeyed stream is the hash `ferry-load:stream`. A batch is an
-//! `HMGET` of its key, then [`WRITE_SCRIPT`], a Lua script (atomic on the
-//! server) that sets the new version and value only if the version is
-//! still the one read, and answers 0 otherwise: a conflict. A trip is one
-//! pipeline of an `HMGET` per key (one round trip), then
-//! [`WRITE_MANY_SCRIPT`], which does the same for every key of the trip,
-//! each on its own condition, and answers 1 or 0 per key. Versions are
-//! compared as the decimal strings this tool wrote, so no Lua number
-//! rounding is involved.
-//!
-//! Requests have no response timeout: a request that timed out after the
-//! server applied it would be answered as failed and yet be in the store,
-//! and the read-back would rightly fail the run. A dead server closes the
-//! connection, which fails every request on it.
+//! Every system writes `ferry::entity`'s keys under [`ENTITY_PREFIX`]
+//! through the library's `RedisStore`: ferry's systems through
+//! `ferry::entity`'s engine, the others through its connections (see
+//! [`conditional`](super::conditional)). This file holds the store's own
+//! connection: reset, read-back, clean-up and the faults' admin work.
 //!
 //! The server's CPU time is its own account of it (`INFO cpu`), so it is
 //! known wherever the server runs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ferry::entity::Store;
 use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, ConnectionAddr, RedisError, Script};
+use redis::{AsyncConnectionConfig, Client, ConnectionAddr};
 
-use super::conditional::Conditional;
-use super::{
-    admin_runtime, lock, Attempt, Contents, RoundFailed, StoreError, Write, CONNECT_TIMEOUT,
-};
+use super::conditional::{Books, Linked};
+use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
 
-/// The prefix of every key `ferry-load` writes.
-pub const KEY_PREFIX: &str = "ferry-load:";
-
-/// The prefix of ferry's own systems, written through `ferry::entity`'s
+/// The prefix of every key the systems write, through `ferry::entity`'s
 /// `RedisStore`: key `k` is the string `ferry-load-entity:{k}`, its row
 /// `{version}:{epoch}:{state}` (see `entity_row`), the value as JSON.
-/// Deleted at each reset, read back beside the others.
+/// Deleted at each reset and at the end.
 pub const ENTITY_PREFIX: &str = "ferry-load-entity";
-
-/// The unkeyed stream's hash.
-const STREAM: &str = "ferry-load:stream";
 
 /// Keys per pipeline when the whole store is reset, read back or deleted.
 const KEYS_PER_PIPELINE: u64 = 1_000;
-
-/// The conditional write: `KEYS[1]` the key's hash, `ARGV[1]` the version
-/// read, `ARGV[2]` and `ARGV[3]` the new version and value.
-pub const WRITE_SCRIPT: &str = r"
-local current = redis.call('HGET', KEYS[1], 'version') or '0'
-if current ~= ARGV[1] then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'value', ARGV[3])
-return 1
-";
-
-/// The conditional write of a trip: `KEYS` the keys' hashes, and for the
-/// `i`th, `ARGV[3i+1]` the version read, `ARGV[3i+2]` and `ARGV[3i+3]` the
-/// new version and value; answers 1 (written) or 0 (conflict) per key.
-pub const WRITE_MANY_SCRIPT: &str = r"
-local written = {}
-for i, key in ipairs(KEYS) do
-  local current = redis.call('HGET', key, 'version') or '0'
-  if current == ARGV[3 * i - 2] then
-    redis.call('HSET', key, 'version', ARGV[3 * i - 1], 'value', ARGV[3 * i])
-    written[i] = 1
-  else
-    written[i] = 0
-  end
-end
-return written
-";
-
-/// The unkeyed append: adds `ARGV[1]` inputs summing to `ARGV[2]` to the
-/// stream `KEYS[1]`; answers its length before them.
-const APPEND_SCRIPT: &str = r"
-local length = redis.call('HINCRBY', KEYS[1], 'version', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'value', ARGV[2])
-return length - tonumber(ARGV[1])
-";
 
 /// A Redis server holding the keys.
 pub struct RedisStore {
@@ -90,11 +36,7 @@ pub struct RedisStore {
     routed: Mutex<Option<Client>>,
     /// The address as shown (no password).
     shown: String,
-    keys: u64,
-    conflicts: AtomicU64,
-    write: Script,
-    write_many: Script,
-    append: Script,
+    books: Books,
     admin: Mutex<Admin>,
 }
 
@@ -108,36 +50,23 @@ impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("address", &self.shown)
-            .field("keys", &self.keys)
+            .field("keys", &self.books.keys)
             .finish_non_exhaustive()
     }
 }
 
 impl RedisStore {
-    /// Connects to `url` (shown as `shown`), loads the scripts and sets
-    /// every key to zero.
+    /// Connects to `url` (shown as `shown`) and deletes keys left over.
     pub(super) fn open(url: &str, shown: &str, keys: u64) -> Result<RedisStore, String> {
         let client =
             Client::open(url).map_err(|err| format!("`{shown}` is not a Redis URL: {err}"))?;
         let runtime = admin_runtime()?;
-        let mut connection = runtime.block_on(connect(&client, shown))?;
-        let write = Script::new(WRITE_SCRIPT);
-        let write_many = Script::new(WRITE_MANY_SCRIPT);
-        let append = Script::new(APPEND_SCRIPT);
-        for script in [&write, &append] {
-            runtime
-                .block_on(script.prepare_invoke().load_async(&mut connection))
-                .map_err(|err| format!("{shown}: could not load a script: {err}"))?;
-        }
+        let connection = runtime.block_on(connect(&client, shown))?;
         let store = RedisStore {
             client,
             routed: Mutex::new(None),
             shown: shown.to_string(),
-            keys,
-            conflicts: AtomicU64::new(0),
-            write,
-            write_many,
-            append,
+            books: Books::new(keys),
             admin: Mutex::new(Admin {
                 runtime,
                 connection,
@@ -148,20 +77,27 @@ impl RedisStore {
     }
 
     pub(super) fn keys(&self) -> u64 {
-        self.keys
+        self.books.keys
     }
 
     pub(super) fn conflicts(&self) -> u64 {
-        self.conflicts.load(Ordering::Relaxed)
+        self.books
+            .conflicts
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// A connection of its own, its I/O on the calling thread's runtime.
-    pub(super) async fn connect(&'static self) -> Result<RedisConnection, String> {
-        let routed = lock(&self.routed).clone();
-        Ok(RedisConnection {
-            connection: connect(routed.as_ref().unwrap_or(&self.client), &self.shown).await?,
-            store: self,
-        })
+    /// A connection of the library's for batches, its I/O on the calling
+    /// thread's runtime.
+    pub(super) async fn connect(
+        &'static self,
+    ) -> Result<Arc<Linked<ferry::entity::RedisConnection>>, String> {
+        let connection = Store::<u64>::connect(&self.entity_store()?)
+            .await
+            .map_err(|err| err.to_string())?;
+        Ok(Arc::new(Linked {
+            connection,
+            books: &self.books,
+        }))
     }
 
     /// The server's host and port, from the URL.
@@ -212,16 +148,15 @@ impl RedisStore {
     }
 
     /// A new connection of the store's own, in place of the old one once
-    /// it reads a key (after a restart: once the data is loaded).
+    /// it answers a read (after a restart: once the data is loaded).
     pub(super) fn reconnect_admin(&self) -> Result<(), String> {
         let mut admin = lock(&self.admin);
         let mut connection = admin.runtime.block_on(connect(&self.client, &self.shown))?;
-        let _: Option<u64> = admin
+        let _: Option<Vec<u8>> = admin
             .runtime
             .block_on(
-                redis::cmd("HGET")
-                    .arg(STREAM)
-                    .arg("version")
+                redis::cmd("GET")
+                    .arg(format!("{ENTITY_PREFIX}:0"))
                     .query_async(&mut connection),
             )
             .map_err(|err| format!("{}: {err}", self.shown))?;
@@ -229,42 +164,52 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Every key, and the stream, to version 0 and value 0; ferry's own
-    /// keys deleted.
+    /// Every key back to version 0 and value 0: every key under
+    /// [`ENTITY_PREFIX`] deleted, a crashed run's too.
     pub(super) fn reset(&self) -> Result<(), String> {
-        self.each_entity_chunk("reset", |pipe, key| {
-            pipe.cmd("UNLINK").arg(key).ignore();
-        })?;
-        self.each_chunk("reset", |pipe, key| {
-            pipe.cmd("HSET")
-                .arg(key)
-                .arg("version")
-                .arg(0)
-                .arg("value")
-                .arg(0)
-                .ignore();
-        })
-        .map(drop)
+        let mut admin = lock(&self.admin);
+        let Admin {
+            runtime,
+            connection,
+        } = &mut *admin;
+        let failed =
+            |err: redis::RedisError| format!("{}: could not reset the keys: {err}", self.shown);
+        let mut cursor = 0_u64;
+        loop {
+            let (next, names): (u64, Vec<String>) = runtime
+                .block_on(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(format!("{ENTITY_PREFIX}:*"))
+                        .arg("COUNT")
+                        .arg(KEYS_PER_PIPELINE)
+                        .query_async(connection),
+                )
+                .map_err(failed)?;
+            if !names.is_empty() {
+                let _: u64 = runtime
+                    .block_on(redis::cmd("UNLINK").arg(&names).query_async(connection))
+                    .map_err(failed)?;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        self.books.clear_stream();
+        Ok(())
     }
 
-    /// Sums every key's (and the stream's) version and value.
+    /// Sums every row's version and value.
     pub(super) fn contents(&self) -> Result<Contents, String> {
-        let replies = self.each_chunk("read back", |pipe, key| {
-            pipe.cmd("HMGET").arg(key).arg("version").arg("value");
+        let replies = self.each_row("read back", |pipe, key| {
+            pipe.cmd("GET").arg(key);
         })?;
         let mut contents = Contents::default();
         for reply in replies {
-            let (version, value): (Option<u64>, Option<u64>) = redis::from_redis_value(reply)
-                .map_err(|err| format!("{}: reading the keys back: {err}", self.shown))?;
-            contents.inputs += version.unwrap_or(0);
-            contents.sum = contents.sum.wrapping_add(value.unwrap_or(0));
-        }
-        let replies = self.each_entity_chunk("read back", |pipe, key| {
-            pipe.cmd("GET").arg(key);
-        })?;
-        for reply in replies {
             let stored: Option<Vec<u8>> = redis::from_redis_value(reply)
-                .map_err(|err| format!("{}: reading ferry's keys back: {err}", self.shown))?;
+                .map_err(|err| format!("{}: reading the keys back: {err}", self.shown))?;
             let Some(stored) = stored else { continue };
             let (version, state) =
                 entity_row(&stored).map_err(|why| format!("{}: {why}", self.shown))?;
@@ -278,7 +223,7 @@ impl RedisStore {
         Ok(contents)
     }
 
-    /// The `ferry::entity` store of ferry's systems, under
+    /// The `ferry::entity` store of every system, under
     /// [`ENTITY_PREFIX`], through `--fault`'s proxy once routed.
     pub(super) fn entity_store(&self) -> Result<ferry::entity::RedisStore, String> {
         let client = lock(&self.routed)
@@ -287,46 +232,17 @@ impl RedisStore {
         ferry::entity::RedisStore::from_client(client, ENTITY_PREFIX).map_err(|err| err.to_string())
     }
 
-    /// [`each_chunk`](Self::each_chunk) over ferry's own keys.
-    fn each_entity_chunk(
-        &self,
-        what: &str,
-        command: impl Fn(&mut redis::Pipeline, &str),
-    ) -> Result<Vec<redis::Value>, String> {
-        let names = (0..self.keys).map(|key| format!("{ENTITY_PREFIX}:{key}"));
-        self.pipelined(what, names, command)
-    }
-
-    /// Deletes every key and the stream, ferry's own too.
+    /// Deletes every row.
     pub(super) fn remove(&self) -> Result<(), String> {
-        self.each_entity_chunk("delete", |pipe, key| {
-            pipe.cmd("UNLINK").arg(key).ignore();
-        })?;
-        self.each_chunk("delete", |pipe, key| {
-            pipe.cmd("UNLINK").arg(key).ignore();
-        })
-        .map(drop)
+        self.reset()
     }
 
-    /// Sends one command per key and the stream, on the store's own
+    /// One command per row written so far (the keys', and the unkeyed
+    /// batches'), `KEYS_PER_PIPELINE` at a time, on the store's own
     /// connection; answers the replies not ignored.
-    fn each_chunk(
+    fn each_row(
         &self,
         what: &str,
-        command: impl Fn(&mut redis::Pipeline, &str),
-    ) -> Result<Vec<redis::Value>, String> {
-        let names = (0..self.keys)
-            .map(key_name)
-            .chain(std::iter::once(STREAM.to_string()));
-        self.pipelined(what, names, command)
-    }
-
-    /// One command per name of `names`, `KEYS_PER_PIPELINE` at a time, on
-    /// the store's own connection; answers the replies not ignored.
-    fn pipelined(
-        &self,
-        what: &str,
-        names: impl Iterator<Item = String>,
         command: impl Fn(&mut redis::Pipeline, &str),
     ) -> Result<Vec<redis::Value>, String> {
         let mut admin = lock(&self.admin);
@@ -335,10 +251,11 @@ impl RedisStore {
             connection,
         } = &mut *admin;
         let mut replies = Vec::new();
-        let mut names = names.peekable();
-        while names.peek().is_some() {
+        let mut rows = (0..self.books.rows()).map(|row| format!("{ENTITY_PREFIX}:{row}"));
+        let mut rows = rows.by_ref().peekable();
+        while rows.peek().is_some() {
             let mut pipe = redis::pipe();
-            for name in names.by_ref().take(KEYS_PER_PIPELINE as usize) {
+            for name in rows.by_ref().take(KEYS_PER_PIPELINE as usize) {
                 command(&mut pipe, &name);
             }
             let chunk: Vec<redis::Value> = runtime
@@ -394,127 +311,6 @@ fn cpu_seconds(info: &str) -> Option<f64> {
     Some(field("used_cpu_sys")? + field("used_cpu_user")?)
 }
 
-/// One multiplexed Redis connection.
-#[derive(Clone)]
-pub struct RedisConnection {
-    connection: MultiplexedConnection,
-    store: &'static RedisStore,
-}
-
-impl Conditional for RedisConnection {
-    /// `ferry-load:{key}`.
-    type Name = String;
-
-    fn name(key: u64) -> String {
-        key_name(key)
-    }
-
-    /// A key's version and value (0 and 0 for a key never written).
-    async fn read(&mut self, name: &String) -> Result<(u64, u64), StoreError> {
-        let (version, value): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
-            .arg(name)
-            .arg("version")
-            .arg("value")
-            .query_async(&mut self.connection)
-            .await
-            .map_err(server_error)?;
-        Ok((version.unwrap_or(0), value.unwrap_or(0)))
-    }
-
-    /// The compare-and-set script.
-    async fn write(
-        &mut self,
-        name: &String,
-        version: u64,
-        count: u64,
-        value: u64,
-    ) -> Result<bool, StoreError> {
-        let written: i64 = self
-            .store
-            .write
-            .key(name)
-            .arg(version)
-            .arg(version + count)
-            .arg(value)
-            .invoke_async(&mut self.connection)
-            .await
-            .map_err(|err| write_error(err).sent_from(version))?;
-        Ok(written == 1)
-    }
-
-    /// One pipeline reading every key, then one script writing each on
-    /// its own condition.
-    async fn try_many(&mut self, writes: &[Write], left: &[usize]) -> Attempt {
-        let names: Vec<String> = left.iter().map(|&at| key_name(writes[at].key)).collect();
-        let mut reads = redis::pipe();
-        for name in &names {
-            reads.cmd("HMGET").arg(name).arg("version").arg("value");
-        }
-        let read: Vec<(Option<u64>, Option<u64>)> = reads
-            .query_async(&mut self.connection)
-            .await
-            .map_err(server_error)?;
-        let mut invocation = self.store.write_many.prepare_invoke();
-        for ((&at, name), (version, value)) in left.iter().zip(&names).zip(&read) {
-            let (version, value) = (version.unwrap_or(0), value.unwrap_or(0));
-            let Write { count, sum, .. } = writes[at];
-            invocation
-                .key(name)
-                .arg(version)
-                .arg(version + count)
-                .arg(value.wrapping_add(sum));
-        }
-        let written: Vec<i64> = invocation
-            .invoke_async(&mut self.connection)
-            .await
-            .map_err(|err| {
-                let sent_from = read
-                    .iter()
-                    .map(|(version, _)| version.unwrap_or(0))
-                    .collect();
-                RoundFailed::sent(write_error(err), sent_from)
-            })?;
-        let (mut done, mut conflicted) = (Vec::new(), Vec::new());
-        for ((&at, wrote), (version, _)) in left.iter().zip(written).zip(read) {
-            if wrote == 1 {
-                done.push((at, version.unwrap_or(0)));
-            } else {
-                conflicted.push(at);
-            }
-        }
-        Ok((done, conflicted))
-    }
-
-    fn conflicts(&self) -> &AtomicU64 {
-        &self.store.conflicts
-    }
-}
-
-impl RedisConnection {
-    /// An unkeyed batch: an `HGET` of the stream's length, then the append
-    /// script.
-    pub(super) async fn apply_unkeyed(mut self, count: u64, sum: u64) -> Result<u64, StoreError> {
-        // Read for the round trip it stands for (see `SimStore::apply_unkeyed`).
-        let _length: Option<u64> = redis::cmd("HGET")
-            .arg(STREAM)
-            .arg("version")
-            .query_async(&mut self.connection)
-            .await
-            .map_err(server_error)?;
-        let before: i64 = self
-            .store
-            .append
-            .key(STREAM)
-            .arg(count)
-            .arg(sum)
-            .invoke_async(&mut self.connection)
-            .await
-            .map_err(write_error)?;
-        u64::try_from(before)
-            .map_err(|_| StoreError::Server(format!("the stream's length was {before}")))
-    }
-}
-
 /// A multiplexed connection to `client`'s server (shown as `shown`), with
 /// no response timeout (see the module docs).
 pub(crate) async fn connect(client: &Client, shown: &str) -> Result<MultiplexedConnection, String> {
@@ -527,36 +323,6 @@ pub(crate) async fn connect(client: &Client, shown: &str) -> Result<MultiplexedC
         .map_err(|err| format!("could not connect to {shown}: {err} (is the server running?)"))
 }
 
-/// `ferry-load:{key}`.
-fn key_name(key: u64) -> String {
-    format!("{KEY_PREFIX}{key}")
-}
-
-/// An error before the write was sent: nothing was applied. The server's
-/// refusal of a command, or a connection that failed (to be made again).
-fn server_error(err: RedisError) -> StoreError {
-    StoreError::unsent(!connection_failed(&err), err.to_string())
-}
-
-/// An error of the write itself: the server's refusal (an error reply:
-/// the script did not run), or anything else once the write was sent (a
-/// connection that failed, a reply that could not be read): applied or
-/// not, the outcome is unknown. Only an error the server itself answered
-/// is taken as definite.
-fn write_error(err: RedisError) -> StoreError {
-    StoreError::sent(
-        err.code().is_some() && !connection_failed(&err),
-        err.to_string(),
-    )
-}
-
-fn connection_failed(err: &RedisError) -> bool {
-    err.is_io_error()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_timeout()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -566,6 +332,5 @@ mod tests {
         let info = "# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\nused_cpu_sys_children:9.0\r\n";
         assert_eq!(cpu_seconds(info), Some(3.75));
         assert_eq!(cpu_seconds("# CPU\r\n"), None);
-        assert_eq!(key_name(42), "ferry-load:42");
     }
 }

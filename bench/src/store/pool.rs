@@ -11,18 +11,22 @@ use std::time::{Duration, Instant};
 use futures::future::Either;
 
 use super::sim::SimStore;
-use super::{conditional, PgConnection, RedisConnection, Store, StoreError, Write};
+use ferry::entity::{PgConnection, RedisConnection};
 
-/// What batches go through: the sim, or one client connection to a real
-/// store. Cheap to clone (a reference, or a handle to a shared client).
+use super::conditional::Linked;
+use super::{Store, StoreError, Write};
+
+/// What batches go through: the sim, or one of the library's connections
+/// to a real store (see [`Linked`]). Cheap to clone (a reference, or a
+/// handle to a shared connection).
 #[derive(Clone)]
 pub enum Connection {
     /// The simulated store.
     Sim(&'static SimStore),
     /// One PostgreSQL connection with its statements prepared.
-    Postgres(Arc<PgConnection>),
+    Postgres(Arc<Linked<PgConnection<u64>>>),
     /// One multiplexed Redis connection.
-    Redis(RedisConnection),
+    Redis(Arc<Linked<RedisConnection>>),
 }
 
 impl fmt::Debug for Connection {
@@ -47,16 +51,13 @@ impl Connection {
         count: u64,
         sum: u64,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
-        let applying: Applying<_> = match self {
+        let applying: Applying<_> = match self.clone() {
             Connection::Sim(sim) => Either::Left(sim.apply(key, count, sum)),
-            Connection::Postgres(pg) => Either::Right(Box::pin(conditional::apply(
-                Arc::clone(pg),
-                key,
-                count,
-                sum,
-            ))),
+            Connection::Postgres(pg) => {
+                Either::Right(Box::pin(async move { pg.apply(key, count, sum).await }))
+            }
             Connection::Redis(redis) => {
-                Either::Right(Box::pin(conditional::apply(redis.clone(), key, count, sum)))
+                Either::Right(Box::pin(async move { redis.apply(key, count, sum).await }))
             }
         };
         applying
@@ -64,38 +65,40 @@ impl Connection {
 
     /// A trip: every write's key read in one request and written
     /// conditionally, each on its own, in one more (see
-    /// [`SimStore::apply_many`] and its real-store counterparts); a key
-    /// that conflicted is retried alone of the others. The keys must be
-    /// distinct. Answers, per write, the version it started from.
+    /// [`SimStore::apply_many`] and [`Linked`]); a key that conflicted
+    /// is retried alone of the others. The keys must be distinct. Answers,
+    /// per write, the version it started from.
     pub fn apply_many(
         &self,
         writes: Vec<Write>,
     ) -> impl Future<Output = Vec<Result<u64, StoreError>>> + Send + 'static {
         type Many = Pin<Box<dyn Future<Output = Vec<Result<u64, StoreError>>> + Send>>;
-        let applying: Many = match self {
+        let applying: Many = match self.clone() {
             Connection::Sim(sim) => Box::pin(sim.apply_many(writes)),
-            Connection::Postgres(pg) => Box::pin(conditional::apply_many(Arc::clone(pg), writes)),
-            Connection::Redis(redis) => Box::pin(conditional::apply_many(redis.clone(), writes)),
+            Connection::Postgres(pg) => Box::pin(async move { pg.apply_many(writes).await }),
+            Connection::Redis(redis) => Box::pin(async move { redis.apply_many(writes).await }),
         };
         applying
     }
 
-    /// One unkeyed batch of `count` inputs summing to `sum`: a read of the
-    /// stream's length, then an unconditional append. Answers the length
-    /// before the batch's inputs.
+    /// One unkeyed batch of `count` inputs summing to `sum`: a read, then
+    /// an unconditional append. Answers the length before the batch's
+    /// inputs.
     #[inline]
     pub fn apply_unkeyed(
         &self,
         count: u64,
         sum: u64,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send + 'static {
-        let applying: Applying<_> = match self {
+        let applying: Applying<_> = match self.clone() {
             Connection::Sim(sim) => Either::Left(sim.apply_unkeyed(count, sum)),
             Connection::Postgres(pg) => {
-                Either::Right(Box::pin(Arc::clone(pg).apply_unkeyed(count, sum)))
+                Either::Right(Box::pin(async move { pg.apply_unkeyed(count, sum).await }))
             }
             Connection::Redis(redis) => {
-                Either::Right(Box::pin(redis.clone().apply_unkeyed(count, sum)))
+                Either::Right(Box::pin(
+                    async move { redis.apply_unkeyed(count, sum).await },
+                ))
             }
         };
         applying

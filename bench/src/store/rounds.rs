@@ -101,26 +101,6 @@ impl StoreError {
         matches!(self, StoreError::Unknown { .. })
     }
 
-    /// A real store's error before the write was sent (nothing applied):
-    /// the server's refusal when `refused`, else a failed connection.
-    pub(crate) fn unsent(refused: bool, why: String) -> Self {
-        if refused {
-            StoreError::Server(why)
-        } else {
-            StoreError::Disconnected(why)
-        }
-    }
-
-    /// A real store's error of the write itself: the server's refusal when
-    /// `refused` (nothing applied), else an unknown outcome.
-    pub(crate) fn sent(refused: bool, why: String) -> Self {
-        if refused {
-            StoreError::Server(why)
-        } else {
-            StoreError::Unknown { why, from: None }
-        }
-    }
-
     /// The same error, and if it is an unknown outcome, one of a write
     /// conditioned on version `from`.
     pub(crate) fn sent_from(self, from: u64) -> Self {

@@ -46,7 +46,7 @@ use ferry_bench::run::compare::{run, run_unkeyed};
 use ferry_bench::sources::dist::{KeyDist, KeySampler};
 use ferry_bench::sources::load::{Load, Mode};
 use ferry_bench::store::{
-    Contents, Pool, Store, StoreAddress, Write, POSTGRES_TABLE, REDIS_KEY_PREFIX,
+    Contents, Pool, Store, StoreAddress, Write, POSTGRES_ENTITY_TABLE, REDIS_ENTITY_PREFIX,
 };
 use ferry_bench::systems::{Settings, SystemKind, UnkeyedKind};
 
@@ -436,7 +436,7 @@ fn postgres_table_exists(url: &str) -> bool {
             .expect("connect");
         tokio::spawn(connection);
         let row = client
-            .query_one("SELECT to_regclass($1)::text", &[&POSTGRES_TABLE])
+            .query_one("SELECT to_regclass($1)::text", &[&POSTGRES_ENTITY_TABLE])
             .await
             .expect("query");
         row.get::<_, Option<String>>(0).is_some()
@@ -451,7 +451,7 @@ fn redis_keys_exist(url: &str) -> bool {
             .await
             .expect("connect");
         let found: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{REDIS_KEY_PREFIX}*"))
+            .arg(format!("{REDIS_ENTITY_PREFIX}*"))
             .query_async(&mut connection)
             .await
             .expect("KEYS");
