@@ -147,20 +147,8 @@ impl<C: Entity<u64>> Linked<C> {
             let [(version, value)] = read(&self.connection, &[&key]).await?[..] else {
                 return Err(StoreError::Server("one key read, not one row".to_string()));
             };
-            let state = state_of(value.wrapping_add(sum));
-            let write = EntityWrite {
-                key: &key,
-                expected: version,
-                version: version + count,
-                epoch: 0,
-                state: &state,
-            };
-            let landed = self
-                .connection
-                .write(&[write])
-                .await
-                .map_err(|err| error_of(err, Some(version)))?;
-            if landed == [true] {
+            let moved = (version, version + count);
+            if self.write_one(key, moved, value.wrapping_add(sum)).await? {
                 return Ok(version);
             }
             self.books.conflicts.fetch_add(1, Ordering::Relaxed);
@@ -231,11 +219,24 @@ impl<C: Entity<u64>> Linked<C> {
     pub async fn apply_unkeyed(&self, count: u64, sum: u64) -> Result<u64, StoreError> {
         let row = self.books.keys + self.books.stream_rows.fetch_add(1, Ordering::AcqRel);
         read(&self.connection, &[&row]).await?;
-        let state = state_of(sum);
+        if !self.write_one(row, (0, count), sum).await? {
+            return Err(StoreError::Server(format!(
+                "the unkeyed batch's row {row} was already written"
+            )));
+        }
+        Ok(self.books.stream_len.fetch_add(count, Ordering::AcqRel))
+    }
+
+    /// Row `key` moved from version `moved.0` to `moved.1` with `value`, on
+    /// that condition; whether it landed. A lost reply is an unknown
+    /// outcome from `moved.0` (for an unkeyed row too: a row expected
+    /// absent is conditioned on version 0).
+    async fn write_one(&self, key: u64, moved: (u64, u64), value: u64) -> Result<bool, StoreError> {
+        let state = state_of(value);
         let write = EntityWrite {
-            key: &row,
-            expected: 0,
-            version: count,
+            key: &key,
+            expected: moved.0,
+            version: moved.1,
             epoch: 0,
             state: &state,
         };
@@ -243,12 +244,7 @@ impl<C: Entity<u64>> Linked<C> {
             .connection
             .write(&[write])
             .await
-            .map_err(|err| error_of(err, None))?;
-        if landed != [true] {
-            return Err(StoreError::Server(format!(
-                "the unkeyed batch's row {row} was already written"
-            )));
-        }
-        Ok(self.books.stream_len.fetch_add(count, Ordering::AcqRel))
+            .map_err(|err| error_of(err, Some(moved.0)))?;
+        Ok(landed == [true])
     }
 }

@@ -42,8 +42,8 @@ pub enum StoreError {
     Unknown {
         /// What the client said.
         why: String,
-        /// The version the lost write was conditioned on (a keyed write's;
-        /// `None` for the unkeyed stream's append).
+        /// The version the lost write was conditioned on (0 for an unkeyed
+        /// batch's row, expected absent); `None` where it had none.
         from: Option<u64>,
     },
     /// No connection to send on (the store is away; a new one is being
