@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ferry::entity::{Connection as Entity, Row, StoreError as EntityError, Write as EntityWrite};
 
-use super::{Attempt, RoundFailed, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
+use super::rows::Rows;
+use super::{Attempt, Contents, RoundFailed, Rounds, StoreError, Write, WRITE_ATTEMPTS_MAX};
 
 /// What a real store counts across its connections.
 #[derive(Debug)]
@@ -51,10 +52,24 @@ impl Books {
         self.keys + self.stream_rows.load(Ordering::Acquire)
     }
 
-    /// A reset: no unkeyed rows.
-    pub(crate) fn clear_stream(&self) {
+    /// Every key back to version 0 and value 0: every row of `rows`
+    /// removed, and no unkeyed rows.
+    pub(crate) fn reset(&self, rows: &Rows) -> Result<(), String> {
+        rows.remove()?;
         self.stream_rows.store(0, Ordering::Release);
         self.stream_len.store(0, Ordering::Release);
+        Ok(())
+    }
+
+    /// Sums the version and the value of every row written.
+    pub(crate) fn contents(&self, rows: &Rows) -> Result<Contents, String> {
+        let mut contents = Contents::default();
+        for (key, row) in rows.read(0..self.rows())? {
+            let value = value_of(&row).map_err(|why| format!("key {key}: {why}"))?;
+            contents.inputs += row.version;
+            contents.sum = contents.sum.wrapping_add(value);
+        }
+        Ok(contents)
     }
 }
 
@@ -159,9 +174,10 @@ impl<C: Entity<u64>> Linked<C> {
         })
     }
 
-    /// A trip: rounds of [`Linked::try_many`] until no key conflicts,
-    /// paused as [`Rounds::pause`] says (on the caller's tokio runtime);
-    /// per write, the version it started from.
+    /// A trip: rounds of one read of its keys left and one write of each
+    /// until no key conflicts, from the third round on after a short
+    /// random pause (on the caller's tokio runtime); per write, the
+    /// version it started from.
     pub async fn apply_many(&self, writes: Vec<Write>) -> Vec<Result<u64, StoreError>> {
         let mut rounds = Rounds::new(&writes);
         while let Some(left) = rounds.next() {

@@ -60,6 +60,7 @@ mod pool;
 pub mod private;
 pub mod resolve;
 mod rounds;
+pub mod rows;
 pub mod sim;
 
 pub use conditional::Linked;

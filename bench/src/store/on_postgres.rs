@@ -21,6 +21,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
 use super::conditional::{Books, Linked};
+use super::rows::Rows;
 use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
 
 /// The table every system writes, through `ferry::entity`'s
@@ -36,6 +37,8 @@ pub struct PgStore {
     /// The address as shown (no password).
     shown: String,
     books: Books,
+    /// The rows, as the store itself reads them back and removes them.
+    rows: Rows,
     /// The postmaster's process id, when the server runs on this machine
     /// (another after a restart).
     postmaster: Mutex<Option<u32>>,
@@ -73,11 +76,13 @@ impl PgStore {
             .block_on(client.query_one("SELECT pg_backend_pid()", &[]))
             .and_then(|row| row.try_get(0))
             .map_err(|err| format!("{shown}: {}", said(&err)))?;
+        let rows = Rows::postgres(config.clone(), ENTITY_TABLE, shown)?;
         let store = PgStore {
             config,
             routed: Mutex::new(None),
             shown: shown.to_string(),
             books: Books::new(keys),
+            rows,
             postmaster: Mutex::new(u32::try_from(backend).ok().and_then(postmaster_of)),
             admin: Mutex::new(Admin { runtime, client }),
         };
@@ -113,67 +118,12 @@ impl PgStore {
     /// next connection makes them again), so no run inherits another's
     /// rows or dead row versions.
     pub(super) fn reset(&self) -> Result<(), String> {
-        let admin = lock(&self.admin);
-        admin
-            .runtime
-            .block_on(admin.client.batch_execute(&format!(
-                "DROP TABLE IF EXISTS {ENTITY_TABLE}, {ENTITY_TABLE}_events"
-            )))
-            .map_err(|err| {
-                format!(
-                    "{}: could not reset table {ENTITY_TABLE}: {}",
-                    self.shown,
-                    said(&err)
-                )
-            })?;
-        self.books.clear_stream();
-        Ok(())
+        self.books.reset(&self.rows)
     }
 
     /// Sums every row's version and value.
     pub(super) fn contents(&self) -> Result<Contents, String> {
-        let admin = lock(&self.admin);
-        self.entity_contents(&admin)
-    }
-
-    /// What the systems wrote to [`ENTITY_TABLE`] (nothing if it is not
-    /// there): versions added, and values (JSON numbers) added, wrapping.
-    fn entity_contents(&self, admin: &Admin) -> Result<Contents, String> {
-        let sql = format!(
-            "SELECT coalesce(sum(version), 0)::text, \
-                    coalesce(sum(convert_from(state, 'UTF8')::numeric) % 18446744073709551616, 0)::text \
-             FROM {ENTITY_TABLE}"
-        );
-        let exists = admin
-            .runtime
-            .block_on(admin.client.query_one(
-                &format!("SELECT to_regclass('{ENTITY_TABLE}') IS NOT NULL"),
-                &[],
-            ))
-            .and_then(|row| row.try_get::<_, bool>(0))
-            .map_err(|err| format!("{}: {}", self.shown, said(&err)))?;
-        if !exists {
-            return Ok(Contents::default());
-        }
-        let row = admin
-            .runtime
-            .block_on(admin.client.query_one(&sql, &[]))
-            .map_err(|err| {
-                format!(
-                    "{}: could not read table {ENTITY_TABLE} back: {}",
-                    self.shown,
-                    said(&err)
-                )
-            })?;
-        let number = |index: usize| -> Result<u64, String> {
-            let text: String = row.try_get(index).map_err(|err| said(&err))?;
-            text.parse()
-                .map_err(|err| format!("{ENTITY_TABLE}: `{text}` is not a count: {err}"))
-        };
-        Ok(Contents {
-            inputs: number(0)?,
-            sum: number(1)?,
-        })
+        self.books.contents(&self.rows)
     }
 
     /// The `ferry::entity` store of every system: on [`ENTITY_TABLE`],

@@ -18,16 +18,14 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr};
 
 use super::conditional::{Books, Linked};
+use super::rows::Rows;
 use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
 
 /// The prefix of every key the systems write, through `ferry::entity`'s
 /// `RedisStore`: key `k` is the string `ferry-load-entity:{k}`, its row
-/// `{version}:{epoch}:{state}` (see `entity_row`), the value as JSON.
+/// `{version}:{epoch}:{state}`, the value as JSON.
 /// Deleted at each reset and at the end.
 pub const ENTITY_PREFIX: &str = "ferry-load-entity";
-
-/// Keys per pipeline when the whole store is reset, read back or deleted.
-const KEYS_PER_PIPELINE: u64 = 1_000;
 
 /// A Redis server holding the keys.
 pub struct RedisStore {
@@ -37,6 +35,8 @@ pub struct RedisStore {
     /// The address as shown (no password).
     shown: String,
     books: Books,
+    /// The rows, as the store itself reads them back and removes them.
+    rows: Rows,
     admin: Mutex<Admin>,
 }
 
@@ -63,10 +63,11 @@ impl RedisStore {
         let runtime = admin_runtime()?;
         let connection = runtime.block_on(connect(&client, shown))?;
         let store = RedisStore {
-            client,
+            client: client.clone(),
             routed: Mutex::new(None),
             shown: shown.to_string(),
             books: Books::new(keys),
+            rows: Rows::redis(client.clone(), ENTITY_PREFIX, shown)?,
             admin: Mutex::new(Admin {
                 runtime,
                 connection,
@@ -167,60 +168,12 @@ impl RedisStore {
     /// Every key back to version 0 and value 0: every key under
     /// [`ENTITY_PREFIX`] deleted, a crashed run's too.
     pub(super) fn reset(&self) -> Result<(), String> {
-        let mut admin = lock(&self.admin);
-        let Admin {
-            runtime,
-            connection,
-        } = &mut *admin;
-        let failed =
-            |err: redis::RedisError| format!("{}: could not reset the keys: {err}", self.shown);
-        let mut cursor = 0_u64;
-        loop {
-            let (next, names): (u64, Vec<String>) = runtime
-                .block_on(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(format!("{ENTITY_PREFIX}:*"))
-                        .arg("COUNT")
-                        .arg(KEYS_PER_PIPELINE)
-                        .query_async(connection),
-                )
-                .map_err(failed)?;
-            if !names.is_empty() {
-                let _: u64 = runtime
-                    .block_on(redis::cmd("UNLINK").arg(&names).query_async(connection))
-                    .map_err(failed)?;
-            }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        self.books.clear_stream();
-        Ok(())
+        self.books.reset(&self.rows)
     }
 
     /// Sums every row's version and value.
     pub(super) fn contents(&self) -> Result<Contents, String> {
-        let replies = self.each_row("read back", |pipe, key| {
-            pipe.cmd("GET").arg(key);
-        })?;
-        let mut contents = Contents::default();
-        for reply in replies {
-            let stored: Option<Vec<u8>> = redis::from_redis_value(reply)
-                .map_err(|err| format!("{}: reading the keys back: {err}", self.shown))?;
-            let Some(stored) = stored else { continue };
-            let (version, state) =
-                entity_row(&stored).map_err(|why| format!("{}: {why}", self.shown))?;
-            let text = String::from_utf8_lossy(state);
-            let value: u64 = text
-                .parse()
-                .map_err(|err| format!("{}: a state `{text}` is not a value: {err}", self.shown))?;
-            contents.inputs += version;
-            contents.sum = contents.sum.wrapping_add(value);
-        }
-        Ok(contents)
+        self.books.contents(&self.rows)
     }
 
     /// The `ferry::entity` store of every system, under
@@ -237,35 +190,6 @@ impl RedisStore {
         self.reset()
     }
 
-    /// One command per row written so far (the keys', and the unkeyed
-    /// batches'), `KEYS_PER_PIPELINE` at a time, on the store's own
-    /// connection; answers the replies not ignored.
-    fn each_row(
-        &self,
-        what: &str,
-        command: impl Fn(&mut redis::Pipeline, &str),
-    ) -> Result<Vec<redis::Value>, String> {
-        let mut admin = lock(&self.admin);
-        let Admin {
-            runtime,
-            connection,
-        } = &mut *admin;
-        let mut replies = Vec::new();
-        let mut rows = (0..self.books.rows()).map(|row| format!("{ENTITY_PREFIX}:{row}"));
-        let mut rows = rows.by_ref().peekable();
-        while rows.peek().is_some() {
-            let mut pipe = redis::pipe();
-            for name in rows.by_ref().take(KEYS_PER_PIPELINE as usize) {
-                command(&mut pipe, &name);
-            }
-            let chunk: Vec<redis::Value> = runtime
-                .block_on(pipe.query_async(connection))
-                .map_err(|err| format!("{}: could not {what} the keys: {err}", self.shown))?;
-            replies.extend(chunk);
-        }
-        Ok(replies)
-    }
-
     /// `used_cpu_sys` plus `used_cpu_user` of `INFO cpu`.
     pub(super) fn server_cpu_time(&self) -> Option<Duration> {
         let mut admin = lock(&self.admin);
@@ -277,27 +201,6 @@ impl RedisStore {
             .block_on(redis::cmd("INFO").arg("cpu").query_async(connection))
             .ok()?;
         cpu_seconds(&info).map(Duration::from_secs_f64)
-    }
-}
-
-/// The version and the state of a row as `ferry::entity`'s `RedisStore`
-/// stores it: `{version}:{epoch}:` (decimal), then the state's bytes.
-pub fn entity_row(stored: &[u8]) -> Result<(u64, &[u8]), String> {
-    let not_a_row = || {
-        format!(
-            "`{}` is not an entity row (version:epoch:state)",
-            String::from_utf8_lossy(&stored[..stored.len().min(48)])
-        )
-    };
-    let mut parts = stored.splitn(3, |&byte| byte == b':');
-    let (Some(version), Some(epoch), Some(state)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(not_a_row());
-    };
-    let number = |digits: &[u8]| std::str::from_utf8(digits).ok()?.parse::<u64>().ok();
-    match (number(version), number(epoch)) {
-        (Some(version), Some(_)) => Ok((version, state)),
-        _ => Err(not_a_row()),
     }
 }
 

@@ -44,8 +44,6 @@ pub mod fold;
 pub mod protocol;
 pub mod row;
 pub mod rows;
-mod rows_pg;
-mod rows_redis;
 pub mod settings;
 pub mod verdict;
 pub mod worker;
@@ -53,7 +51,8 @@ pub mod worker;
 pub use crate::report::handover::{HandoverReport, MoveReport};
 pub use crate::store::Fence;
 pub use coordinator::run;
-pub use rows_pg::{EVENTS_TABLE as POSTGRES_EVENTS_TABLE, TABLE as POSTGRES_TABLE};
-pub use rows_redis::PREFIX as REDIS_PREFIX;
+pub use rows::{
+    EVENTS_TABLE as POSTGRES_EVENTS_TABLE, PREFIX as REDIS_PREFIX, TABLE as POSTGRES_TABLE,
+};
 pub use settings::{describe, Settings};
 pub use worker::{serve, WorkerSettings};

@@ -1,5 +1,5 @@
 //! A key as the coordinator reads it back after a run, whatever store
-//! holds it (`rows_pg.rs`, `rows_redis.rs`): the library's version and
+//! holds it (`crate::store::rows`): the library's version and
 //! the state the owners folded ([`KeyState`], JSON).
 
 use super::fold::KeyState;

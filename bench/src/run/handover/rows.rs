@@ -1,7 +1,7 @@
 //! Where the handover's keys live: the library's entity store on
-//! PostgreSQL (`super::rows_pg`) or Redis (`super::rows_redis`), each key
-//! a `version`, an `epoch` (the library's, 0 here) and a state, the
-//! [`KeyState`] as JSON.
+//! PostgreSQL or Redis (read back and removed through
+//! [`crate::store::rows`]), each key a `version`, an `epoch` (the
+//! library's, 0 here) and a state, the [`KeyState`] as JSON.
 //!
 //! The owners write the keys only through `ferry::entity`
 //! ([`start_owner_engine`]); the coordinator, through [`RowStore`], removes
@@ -11,19 +11,28 @@
 //! | | PostgreSQL | Redis |
 //! | --- | --- | --- |
 //! | the keys | table `ferry_handover (key, version, epoch, state bytea)`, made by the library (with `ferry_handover_events`, unused) | string `ferry-handover:{k}`, the row `{version}:{epoch}:{state}` |
-//! | before and after a run | both tables dropped | the rows of keys `0..keys` deleted |
-//! | read-back | `SELECT key, version, state` | `GET` per key, one pipeline |
+//! | before and after a run | both tables dropped | every key under the prefix deleted |
+//! | read-back | the library's read of keys `0..keys` | the same |
 
 use ferry::entity::{Entities, Options, PostgresStore, RedisStore};
 use ferry::{Builder, StartError};
 
 use crate::store::private::NOT_STARTED;
+use crate::store::rows::Rows;
 use crate::store::{Fence, StoreAddress};
 
 use super::fold::{fold, Fenced, KeyState, Step};
 pub use super::row::StoredRow;
-use super::rows_pg::{PgRowStore, TABLE};
-use super::rows_redis::{RedisRowStore, PREFIX};
+
+/// The table the owners' engines write on PostgreSQL (the library creates
+/// it).
+pub const TABLE: &str = "ferry_handover";
+
+/// The library's second table, beside [`TABLE`]: a log's events.
+pub const EVENTS_TABLE: &str = "ferry_handover_events";
+
+/// The library's prefix of every key the handover writes on Redis.
+pub const PREFIX: &str = "ferry-handover";
 
 /// An owner's engine: per key a [`KeyState`], inputs [`Step`]s, each
 /// answered a seq or refused [`Fenced`].
@@ -72,43 +81,43 @@ pub fn start_owner_engine(
 }
 
 /// The coordinator's hold on the keys: set-up, read-back, clean-up.
-pub enum RowStore {
-    /// Table `ferry_handover` on a PostgreSQL server.
-    Postgres(PgRowStore),
-    /// Hashes `ferry-handover:*` on a Redis server.
-    Redis(RedisRowStore),
+pub struct RowStore {
+    rows: Rows,
+    keys: u64,
 }
 
 impl RowStore {
-    /// Connects to `address` and removes what a previous run left for
-    /// keys `0..keys` (PostgreSQL: the tables are dropped; the owners'
-    /// engines make them again when they connect).
+    /// Connects to `address` and removes what a previous run left
+    /// (PostgreSQL: the tables are dropped; the owners' engines make them
+    /// again when they connect).
     pub fn open(address: &StoreAddress, keys: u64) -> Result<Self, String> {
-        let shown = address.to_string();
-        match address {
-            StoreAddress::Postgres(url) => {
-                PgRowStore::open(url, &shown, keys).map(RowStore::Postgres)
+        let name = match address {
+            StoreAddress::Postgres(_) => {
+                i64::try_from(keys)
+                    .map_err(|_| format!("{keys} keys do not fit PostgreSQL's bigint"))?;
+                TABLE
             }
-            StoreAddress::Redis(url) => RedisRowStore::open(url, &shown, keys).map(RowStore::Redis),
-            StoreAddress::Sim => Err(NEEDS_A_SERVER.to_string()),
-            StoreAddress::Private(_) => Err(NOT_STARTED.to_string()),
-        }
+            StoreAddress::Redis(_) => PREFIX,
+            StoreAddress::Sim => return Err(NEEDS_A_SERVER.to_string()),
+            StoreAddress::Private(_) => return Err(NOT_STARTED.to_string()),
+        };
+        let rows = Rows::at(address, name).ok_or(NEEDS_A_SERVER)??;
+        rows.remove()?;
+        Ok(RowStore { rows, keys })
     }
 
     /// Every key written, by key, its state decoded.
     pub fn read_back(&self) -> Result<Vec<StoredRow>, String> {
-        match self {
-            RowStore::Postgres(pg) => pg.read_back(),
-            RowStore::Redis(redis) => redis.read_back(),
-        }
+        self.rows
+            .read(0..self.keys)?
+            .into_iter()
+            .map(|(key, row)| StoredRow::decode(key, row.version, row.state.as_deref()))
+            .collect()
     }
 
     /// Removes every key.
     pub fn remove(&self) -> Result<(), String> {
-        match self {
-            RowStore::Postgres(pg) => pg.remove(),
-            RowStore::Redis(redis) => redis.remove(),
-        }
+        self.rows.remove()
     }
 }
 
