@@ -17,6 +17,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ferry::entity::{Connection as Entity, Row, StoreError as EntityError, Write as EntityWrite};
 
@@ -45,6 +46,11 @@ impl Books {
             stream_rows: AtomicU64::new(0),
             stream_len: AtomicU64::new(0),
         }
+    }
+
+    /// Conditional writes that found another version, on every connection.
+    pub(crate) fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
     }
 
     /// Every row written so far: the keys' and the unkeyed batches'.
@@ -79,6 +85,18 @@ impl Books {
 pub struct Linked<C> {
     pub(crate) connection: C,
     pub(crate) books: &'static Books,
+}
+
+impl<C: 'static> Linked<C> {
+    /// A connection to `store` for batches, counted in `books`, its I/O on
+    /// the calling thread's runtime.
+    pub(crate) async fn connect<S>(store: S, books: &'static Books) -> Result<Arc<Self>, String>
+    where
+        S: ferry::entity::Store<u64, Connection = C>,
+    {
+        let connection = store.connect().await.map_err(|err| err.to_string())?;
+        Ok(Arc::new(Linked { connection, books }))
+    }
 }
 
 /// A row's state: its value as decimal text.
@@ -151,7 +169,7 @@ impl<C: Entity<u64>> Linked<C> {
     /// The conditional writes that found another version, on every
     /// connection of these books.
     pub fn conflicts(&self) -> u64 {
-        self.books.conflicts.load(Ordering::Relaxed)
+        self.books.conflicts()
     }
 
     /// A keyed batch of `count` inputs summing to `sum`: read, then the

@@ -4,9 +4,9 @@
 //! Every system writes `ferry::entity`'s table [`ENTITY_TABLE`] through the
 //! library's `PostgresStore` (which creates it, with its events table):
 //! ferry's systems through `ferry::entity`'s engine, the others through its
-//! connections (see [`conditional`](super::conditional)). This file holds
-//! the store's own connection: set-up, reset, read-back, clean-up and the
-//! faults' admin work.
+//! connections (see [`conditional`](super::conditional)). The rows are
+//! read back and removed by [`rows`](super::rows); this file holds the
+//! store's own connection, for the faults' admin work.
 //!
 //! The server's CPU time is read from `/proc` when the server runs on this
 //! machine: the postmaster's own and its reaped children's, plus every live
@@ -16,7 +16,7 @@ use std::error::Error as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry::entity::{PgConnection, Store as _};
+use ferry::entity::PgConnection;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls};
 
@@ -45,7 +45,7 @@ pub struct PgStore {
     admin: Mutex<Admin>,
 }
 
-/// The store's own connection, for set-up, reset, read-back and clean-up.
+/// The store's own connection, for the faults' admin work.
 struct Admin {
     runtime: tokio::runtime::Runtime,
     client: Client,
@@ -95,23 +95,12 @@ impl PgStore {
     }
 
     pub(super) fn conflicts(&self) -> u64 {
-        self.books
-            .conflicts
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.books.conflicts()
     }
 
-    /// A connection of the library's for batches, its I/O on the calling
-    /// thread's runtime.
+    /// A connection of the library's for batches.
     pub(super) async fn connect(&'static self) -> Result<Arc<Linked<PgConnection<u64>>>, String> {
-        let connection = self
-            .entity_store()?
-            .connect()
-            .await
-            .map_err(|err| err.to_string())?;
-        Ok(Arc::new(Linked {
-            connection,
-            books: &self.books,
-        }))
+        Linked::connect(self.entity_store()?, &self.books).await
     }
 
     /// Every key back to version 0 and value 0: the tables dropped (the

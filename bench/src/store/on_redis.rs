@@ -4,8 +4,9 @@
 //! Every system writes `ferry::entity`'s keys under [`ENTITY_PREFIX`]
 //! through the library's `RedisStore`: ferry's systems through
 //! `ferry::entity`'s engine, the others through its connections (see
-//! [`conditional`](super::conditional)). This file holds the store's own
-//! connection: reset, read-back, clean-up and the faults' admin work.
+//! [`conditional`](super::conditional)). The rows are read back and
+//! removed by [`rows`](super::rows); this file holds the store's own
+//! connection, for the faults' admin work.
 //!
 //! The server's CPU time is its own account of it (`INFO cpu`), so it is
 //! known wherever the server runs.
@@ -13,7 +14,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ferry::entity::Store;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ConnectionAddr};
 
@@ -40,7 +40,7 @@ pub struct RedisStore {
     admin: Mutex<Admin>,
 }
 
-/// The store's own connection, for set-up, reset, read-back and clean-up.
+/// The store's own connection, for the faults' admin work.
 struct Admin {
     runtime: tokio::runtime::Runtime,
     connection: MultiplexedConnection,
@@ -82,23 +82,14 @@ impl RedisStore {
     }
 
     pub(super) fn conflicts(&self) -> u64 {
-        self.books
-            .conflicts
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.books.conflicts()
     }
 
-    /// A connection of the library's for batches, its I/O on the calling
-    /// thread's runtime.
+    /// A connection of the library's for batches.
     pub(super) async fn connect(
         &'static self,
     ) -> Result<Arc<Linked<ferry::entity::RedisConnection>>, String> {
-        let connection = Store::<u64>::connect(&self.entity_store()?)
-            .await
-            .map_err(|err| err.to_string())?;
-        Ok(Arc::new(Linked {
-            connection,
-            books: &self.books,
-        }))
+        Linked::connect(self.entity_store()?, &self.books).await
     }
 
     /// The server's host and port, from the URL.
