@@ -12,7 +12,8 @@
 //! it conflicts (see [`Rounds`]), one read of its keys and one write a
 //! round. An unkeyed batch reads, then writes a row of its own past the
 //! keys (`keys + n` for its store's `n`-th batch) expected absent, so it
-//! never conflicts, however many run at once.
+//! never conflicts, however many run at once. A real store's [`Books`]
+//! count across its connections, and sum its rows when it is read back.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -121,7 +122,7 @@ fn value_of(row: &Row) -> Result<u64, StoreError> {
 }
 
 /// The library's error as this tool's: a lost write's outcome is unknown,
-/// conditioned on `from` if it was a keyed one.
+/// from the version `from` it was conditioned on (`None` for a read).
 fn error_of(error: EntityError, from: Option<u64>) -> StoreError {
     match error {
         EntityError::Refused(why) => StoreError::Server(why),
