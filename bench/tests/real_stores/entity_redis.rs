@@ -23,7 +23,8 @@
 //!   and the state; u64 and String keys name the same rows, and two
 //!   prefixes do not see each other's keys;
 //! - a key of another type, or a string that is not a row, is refused,
-//!   read or written, and the request it was in changed nothing at all,
+//!   read alone or with others (`GET` and `MGET`) or written,
+//!   and the request it was in changed nothing at all,
 //!   and the connection goes on;
 //! - a server that lost the scripts (`SCRIPT FLUSH`) is given them again
 //!   and the write and the append land, once each;
@@ -423,11 +424,14 @@ async fn a_wrong_type_is_refused_and_changes_nothing(url: &str, admin: &mut Mult
             matches!(&refused, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
             "key {wrong}: {refused:?}"
         );
-        let read = shard.read(&[&8, wrong]).await;
-        assert!(
-            matches!(&read, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
-            "key {wrong}: {read:?}"
-        );
+        // Many keys are read with `MGET`, one with `GET`: both refuse it.
+        for keys in [&[&8, wrong][..], &[wrong]] {
+            let read = shard.read(keys).await;
+            assert!(
+                matches!(&read, Err(StoreError::Refused(why)) if why.contains("WRONGTYPE")),
+                "keys {keys:?}: {read:?}"
+            );
+        }
     }
     let events = [b"e".to_vec()];
     let append = |key: &'static u64| Append {

@@ -26,9 +26,10 @@
 //!
 //! # Requests
 //!
-//! - a read is one `MULTI`/`EXEC` of an `MGET` of every key and an
-//!   `EXISTS` of them all: a key `MGET` finds no string for, yet `EXISTS`
-//!   counts, holds another type (one round trip);
+//! - a read of one key is a `GET`, which the server refuses for a key of
+//!   another type; a read of more is one `MULTI`/`EXEC` of an `MGET` of
+//!   every key and an `EXISTS` of them all: a key `MGET` finds no string
+//!   for, yet `EXISTS` counts, holds another type (one round trip);
 //! - a write, and an append, is one `EVALSHA` of a Lua script (the
 //!   `redis::Script` type sends the script itself if the server has lost
 //!   it). Redis runs a script alone, so each is atomic. A script *looks*
@@ -492,13 +493,18 @@ enum Request {
 }
 
 impl<K: fmt::Display> Connection<K> for RedisConnection {
-    /// One `MULTI`/`EXEC` of an `MGET` and an `EXISTS` of every key.
+    /// One `GET` for one key (the server refuses a key of another type
+    /// itself); for more, one `MULTI`/`EXEC` of an `MGET` and an `EXISTS`
+    /// of every key.
     async fn read(&self, keys: &[&K]) -> Result<Vec<Row>, StoreError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let doing = format!("reading {} keys", keys.len());
         self.usable(&doing)?;
+        if let [key] = keys {
+            return self.read_one(key, &doing).await.map(|row| vec![row]);
+        }
         // Phase 1: the values, and how many of the keys hold one.
         let (mut values_of, mut held_by) = (Cmd::new(), Cmd::new());
         values_of.arg("MGET");
@@ -605,6 +611,25 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
 }
 
 impl RedisConnection {
+    /// The row of one key, with a `GET`: unlike `MGET`, it answers
+    /// `WRONGTYPE` for a key of another type, so no `EXISTS` is needed.
+    async fn read_one<K: fmt::Display>(&self, key: &K, doing: &str) -> Result<Row, StoreError> {
+        let mut get = Cmd::new();
+        get.arg("GET");
+        self.store.name_arg(&mut get, key, "");
+        let value: Option<Vec<u8>> = get
+            .query_async(&mut self.connection.clone())
+            .await
+            .map_err(|err| self.fail(&err, Request::Read, doing))?;
+        decode(value).map_err(|why| {
+            StoreError::Refused(format!(
+                "{}: {doing}: {}: {why}",
+                self.store.shown,
+                self.store.head(key)
+            ))
+        })
+    }
+
     /// `Broken`, unsent, if the connection failed before.
     fn usable(&self, doing: &str) -> Result<(), StoreError> {
         if self.failed.load(Ordering::Relaxed) {
