@@ -84,6 +84,25 @@ fn no_subcommand_is_compare_with_the_readme_defaults() {
     );
     let named = compare(&["compare"]);
     assert_eq!(names(named.systems()), names(args.systems()));
+    assert_eq!(args.rounds, 1);
+}
+
+#[test]
+fn rounds_repeat_the_list_and_are_at_least_one() {
+    assert_eq!(compare(&["--rounds", "3"]).rounds, 3);
+    let Command::Unkeyed(unkeyed) = parse(&["unkeyed", "--rounds", "2"]) else {
+        panic!("unkeyed");
+    };
+    assert_eq!((unkeyed.rounds, unkeyed.check()), (2, Ok(())));
+    assert_eq!(
+        compare(&["--rounds", "0"]).check(),
+        Err("--rounds must be at least 1".to_string())
+    );
+    let Command::Unkeyed(none) = parse(&["unkeyed", "--rounds", "0"]) else {
+        panic!("unkeyed");
+    };
+    assert!(none.check().is_err());
+    refused(&["tune", "--rounds", "2"]);
 }
 
 #[test]

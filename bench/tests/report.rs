@@ -145,6 +145,35 @@ fn ratios_use_the_best_run_of_the_reference_system() {
 }
 
 #[test]
+fn with_rounds_each_ratio_is_taken_within_a_round_and_the_median_told() {
+    let round = |system, shards, round, throughput| RunResult {
+        round: Some(round),
+        ..run(system, shards, throughput)
+    };
+    // Round 2 is slow for every system: within it, the ratio holds.
+    let runs = [
+        round("ferry", Some(1), 1, 100.0),
+        round("ferry", Some(2), 1, 400.0),
+        round("multi-key", None, 1, 200.0),
+        round("ferry", Some(1), 2, 50.0),
+        round("ferry", Some(2), 2, 100.0),
+        round("multi-key", None, 2, 50.0),
+    ];
+    assert_eq!(
+        ratios(&runs, "ferry"),
+        "ferry (2 shards) / multi-key: 2.00x throughput, the median of 2 rounds (2.00, 2.00)\n"
+    );
+    let medians = round_medians(&runs);
+    assert!(
+        medians.contains("ferry (2 shards): 250 (100–400)"),
+        "{medians}"
+    );
+    assert!(medians.contains("multi-key: 125 (50–200)"), "{medians}");
+    assert_eq!(round_medians(&[run("ferry", Some(2), 1.0)]), "");
+    assert_eq!(runs[3].label(), "ferry (1 shard), round 2");
+}
+
+#[test]
 fn problems_name_lost_inputs_and_ferry_conflicts_only() {
     let mut lost = run("unbatched", None, 1.0);
     lost.lost = 3;
@@ -299,6 +328,13 @@ fn json_has_the_spec_fields() {
     ] {
         assert!(!entry[field].is_null(), "missing {field}");
     }
-    // The histogram is for `--plot` only.
+    // The histogram is for `--plot` only; a round only with `--rounds`.
     assert!(entry.get("latency").is_none(), "{entry}");
+    assert!(entry.get("round").is_none(), "{entry}");
+    let rounds = [RunResult {
+        round: Some(2),
+        ..run("ferry", Some(2), 1.0)
+    }];
+    let json = serde_json::to_value(&rounds[0]).unwrap();
+    assert_eq!(json["round"], 2, "{json}");
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use crate::base::duration::parse_duration;
 use crate::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
-use super::comparison::{describe, Compared, Comparison};
+use super::comparison::{check_rounds, describe, Compared, Comparison};
 use super::engine::{EngineArgs, TripArgs};
 use super::load::LoadArgs;
 use super::output::OutputArgs;
@@ -43,6 +43,13 @@ pub struct CompareArgs {
     /// systems run once. Overrides --shards
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     pub sweep_shards: Vec<usize>,
+
+    /// Run the whole list this many times, one system after another each
+    /// round, so that a slow spell of the machine falls on every system
+    /// alike: each round has its table, and each ratio is the median of
+    /// the rounds' own
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: usize,
 
     /// The load.
     #[command(flatten)]
@@ -96,6 +103,7 @@ impl CompareArgs {
                 keying: Keying::Keyed,
                 systems,
                 shard_counts: self.engine.shard_counts(&self.sweep_shards),
+                rounds: self.rounds,
                 settings: self.settings(),
                 load,
                 keys: self.load.keys,
@@ -118,6 +126,7 @@ impl CompareArgs {
         let timeout = self.overload.timeout;
         self.load.check(self.duration(), timeout)?;
         self.engine.check(&self.sweep_shards)?;
+        check_rounds(self.rounds)?;
         self.trips.check()?;
         self.event_time
             .check(timeout.is_some() || self.load.per_call > 1)?;

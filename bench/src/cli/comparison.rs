@@ -52,6 +52,9 @@ pub struct Comparison {
     pub systems: Vec<Compared>,
     /// The shard counts each sharded system runs at.
     pub shard_counts: Vec<usize>,
+    /// How many times the whole list runs, one system after another each
+    /// time (at least 1).
+    pub rounds: usize,
     /// The systems' settings.
     pub settings: Settings,
     /// The load each system gets.
@@ -77,12 +80,15 @@ impl Comparison {
         self.note_oversubscribed_cpus();
         self.event_time.set();
         let mut runs: Vec<RunResult> = Vec::new();
-        for &system in &self.systems {
-            for shards in self.shard_runs(system) {
-                self.event_time.watch(self.keys);
-                let run = self.run_one(system, shards, store)?;
-                self.event_time.report(&run.system);
-                runs.push(run);
+        for round in 1..=self.rounds {
+            for &system in &self.systems {
+                for shards in self.shard_runs(system) {
+                    self.event_time.watch(self.keys);
+                    let mut run = self.run_one(system, shards, self.round(round), store)?;
+                    self.event_time.report(&run.system);
+                    run.round = self.round(round);
+                    runs.push(run);
+                }
             }
         }
         self.report(&runs);
@@ -94,6 +100,12 @@ impl Comparison {
         }
         written?;
         Ok(problems.is_empty())
+    }
+
+    /// How round `round` is named in the runs (`None` when there is only
+    /// one).
+    fn round(&self, round: usize) -> Option<usize> {
+        (self.rounds > 1).then_some(round)
     }
 
     /// The largest shard count measured.
@@ -149,6 +161,7 @@ impl Comparison {
         &self,
         system: Compared,
         shards: Option<usize>,
+        round: Option<usize>,
         store: Store,
     ) -> Result<RunResult, String> {
         // The systems without shards get as many workers (or batches at
@@ -157,7 +170,7 @@ impl Comparison {
         let settings = &self.settings;
         let single_lock_workers = settings.max_in_flight_batches * settings.pool_connections;
         let stderr = StderrProgress::open();
-        let label = label(system, shards);
+        let label = label(system, shards, round);
         let on_progress = |progress: &Progress| stderr.show(&label, progress);
         let (load, faults) = (&self.load, self.faults.as_ref());
         let result = match system {
@@ -195,9 +208,22 @@ impl Comparison {
     /// The table and every section after it.
     fn report(&self, runs: &[RunResult]) {
         println!();
-        print!("{}", report::table(runs));
+        if self.rounds == 1 {
+            print!("{}", report::table(runs));
+        } else {
+            for round in 1..=self.rounds {
+                let of_round: Vec<RunResult> = runs
+                    .iter()
+                    .filter(|run| run.round == Some(round))
+                    .cloned()
+                    .collect();
+                println!("round {round} of {}:", self.rounds);
+                print!("{}", report::table(&of_round));
+            }
+        }
         print!("{}", report::legend(runs));
         println!();
+        print!("{}", report::round_medians(runs));
         let reference = match self.keying {
             Keying::Keyed => SystemKind::Ferry.name(),
             Keying::Unkeyed => UnkeyedKind::Batcher.name(),
@@ -217,13 +243,25 @@ impl Comparison {
     }
 }
 
+/// Refuses `--rounds 0`.
+pub fn check_rounds(rounds: usize) -> Result<(), String> {
+    if rounds == 0 {
+        return Err("--rounds must be at least 1".to_string());
+    }
+    Ok(())
+}
+
 /// A run's name in its progress and result lines.
-fn label(system: Compared, shards: Option<usize>) -> String {
+fn label(system: Compared, shards: Option<usize>, round: Option<usize>) -> String {
     let name = system.name();
-    match shards {
+    let system = match shards {
         Some(1) => format!("{name} (1 shard)"),
         Some(n) => format!("{name} ({n} shards)"),
         None => name.to_string(),
+    };
+    match round {
+        Some(round) => format!("{system}, round {round}"),
+        None => system,
     }
 }
 

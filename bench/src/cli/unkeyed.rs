@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::systems::{Keying, Settings, UnkeyedKind};
 
-use super::comparison::{describe, Compared, Comparison};
+use super::comparison::{check_rounds, describe, Compared, Comparison};
 use super::engine::{EngineArgs, TripArgs};
 use super::load::LoadArgs;
 use super::output::OutputArgs;
@@ -44,6 +44,13 @@ pub struct UnkeyedArgs {
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     pub sweep_shards: Vec<usize>,
 
+    /// Run the whole list this many times, one system after another each
+    /// round, so that a slow spell of the machine falls on every system
+    /// alike: each round has its table, and each ratio is the median of
+    /// the rounds' own
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: usize,
+
     /// The load.
     #[command(flatten)]
     pub load: LoadArgs,
@@ -78,6 +85,7 @@ impl UnkeyedArgs {
                 keying: Keying::Unkeyed,
                 systems,
                 shard_counts: self.engine.shard_counts(&self.sweep_shards),
+                rounds: self.rounds,
                 settings: self.settings(),
                 load,
                 keys: self.load.keys,
@@ -99,6 +107,7 @@ impl UnkeyedArgs {
     pub fn check(&self) -> Result<(), String> {
         self.load.check(self.duration(), self.overload.timeout)?;
         self.engine.check(&self.sweep_shards)?;
+        check_rounds(self.rounds)?;
         self.overload.check(&self.store)?;
         self.store.check(self.engine.runtime)?;
         self.systems().map(drop)

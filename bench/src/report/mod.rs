@@ -25,4 +25,4 @@ pub use numbers::{micros, thousands};
 pub use progress::{progress_line, StderrProgress};
 pub use result::{EngineFigures, OverloadResult, RunResult};
 pub use sections::*;
-pub use table::{legend, ratios, table};
+pub use table::{legend, ratios, round_medians, table};

@@ -18,6 +18,10 @@ pub struct RunResult {
     pub system: String,
     /// Ferry's shard count; `None` for systems without shards.
     pub shards: Option<usize>,
+    /// Which round of `--rounds` this run was, from 1 (`None`, and not in
+    /// the JSON, for a comparison of one round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<usize>,
     /// Inputs answered with success per second, measured window.
     pub throughput: f64,
     /// Inputs per batch in the measured window (1 for unbatched).
@@ -255,6 +259,7 @@ impl RunResult {
         RunResult {
             system: system.to_string(),
             shards,
+            round: None,
             throughput: measured.throughput().round(),
             mean_batch: match measured.batches {
                 Some(counts) => (counts.mean() * 100.0).round() / 100.0,
@@ -345,8 +350,19 @@ impl RunResult {
             .saturating_sub(self.completed + self.unknown + self.timed_out)
     }
 
-    /// `ferry (2 shards)` or `single-lock`.
+    /// `ferry (2 shards)` or `single-lock`; with rounds, `multi-key,
+    /// round 2`.
     pub fn label(&self) -> String {
+        let system = self.system_label();
+        match self.round {
+            Some(round) => format!("{system}, round {round}"),
+            None => system,
+        }
+    }
+
+    /// The system and its shards, without the round: what the rounds of
+    /// one system share.
+    pub fn system_label(&self) -> String {
         match self.shards {
             Some(1) => format!("{} (1 shard)", self.system),
             Some(shards) => format!("{} ({shards} shards)", self.system),
@@ -362,6 +378,7 @@ impl RunResult {
         RunResult {
             system: system.to_string(),
             shards,
+            round: None,
             throughput,
             mean_batch: 1.0,
             p50_us: 1.0,

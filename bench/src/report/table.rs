@@ -103,24 +103,140 @@ fn about(system: &str) -> Option<&'static str> {
 }
 
 /// The throughput of `reference` (`ferry`, or `batcher` unkeyed) over each
-/// other system's, from the run of `reference` with the highest throughput.
+/// other system's, from the run of `reference` with the highest
+/// throughput. With rounds (`--rounds`), each round's ratio is taken within
+/// the round, from its best run of `reference`, and the median of them is
+/// given with every round's.
+///
+/// ```
+/// use ferry_bench::report::{ratios, RunResult};
+///
+/// let run = |system, round, throughput| RunResult {
+///     round: Some(round),
+///     ..RunResult::sample(system, None, throughput)
+/// };
+/// let runs = [run("ferry", 1, 300.0), run("unbatched", 1, 100.0),
+///             run("ferry", 2, 200.0), run("unbatched", 2, 100.0),
+///             run("ferry", 3, 100.0), run("unbatched", 3, 25.0)];
+/// assert_eq!(
+///     ratios(&runs, "ferry"),
+///     "ferry / unbatched: 3.00x throughput, the median of 3 rounds (3.00, 2.00, 4.00)\n"
+/// );
+/// ```
 pub fn ratios(runs: &[RunResult], reference: &str) -> String {
     let mut out = String::new();
-    let best = runs
-        .iter()
-        .filter(|run| run.system == reference)
-        .max_by(|a, b| a.throughput.total_cmp(&b.throughput));
-    let Some(best) = best else { return out };
-    for other in runs.iter().filter(|run| run.system != reference) {
-        if other.throughput > 0.0 {
-            let _ = writeln!(
-                out,
-                "{} / {}: {:.2}x throughput",
-                best.label(),
-                other.label(),
-                best.throughput / other.throughput
-            );
+    let rounds = rounds_of(runs);
+    // Per pair of labels (the reference's, the other's), each round's ratio.
+    let mut pairs: Vec<(String, String, Vec<f64>)> = Vec::new();
+    for &round in &rounds {
+        let in_round: Vec<&RunResult> = runs.iter().filter(|run| run.round == round).collect();
+        let best = in_round
+            .iter()
+            .filter(|run| run.system == reference)
+            .max_by(|a, b| a.throughput.total_cmp(&b.throughput));
+        let Some(best) = best else { continue };
+        for other in in_round.iter().filter(|run| run.system != reference) {
+            if other.throughput > 0.0 {
+                let pair = (best.system_label(), other.system_label());
+                let ratio = best.throughput / other.throughput;
+                match pairs
+                    .iter_mut()
+                    .find(|(a, b, _)| (a, b) == (&pair.0, &pair.1))
+                {
+                    Some((_, _, ratios)) => ratios.push(ratio),
+                    None => pairs.push((pair.0, pair.1, vec![ratio])),
+                }
+            }
         }
     }
+    for (best, other, each) in pairs {
+        let _ = write!(out, "{best} / {other}: {:.2}x throughput", median(&each));
+        if rounds.len() > 1 {
+            let each: Vec<String> = each.iter().map(|ratio| format!("{ratio:.2}")).collect();
+            let _ = write!(
+                out,
+                ", the median of {} rounds ({})",
+                each.len(),
+                each.join(", ")
+            );
+        }
+        out.push('\n');
+    }
     out
+}
+
+/// With rounds, each system's throughput over them: the median, with the
+/// lowest and the highest; nothing for one round.
+///
+/// ```
+/// use ferry_bench::report::{round_medians, RunResult};
+///
+/// let run = |round, throughput| RunResult {
+///     round: Some(round),
+///     ..RunResult::sample("multi-key", None, throughput)
+/// };
+/// assert_eq!(
+///     round_medians(&[run(1, 2_000.0), run(2, 1_000.0), run(3, 1_500.0)]),
+///     "inputs/s over 3 rounds, the median (lowest–highest):\n  multi-key: 1,500 (1,000–2,000)\n"
+/// );
+/// ```
+pub fn round_medians(runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    let rounds = rounds_of(runs);
+    if rounds.len() <= 1 {
+        return out;
+    }
+    let mut labels: Vec<String> = Vec::new();
+    for run in runs {
+        if !labels.contains(&run.system_label()) {
+            labels.push(run.system_label());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "inputs/s over {} rounds, the median (lowest–highest):",
+        rounds.len()
+    );
+    for label in labels {
+        let each: Vec<f64> = runs
+            .iter()
+            .filter(|run| run.system_label() == label)
+            .map(|run| run.throughput)
+            .collect();
+        let (low, high) = each.iter().fold((f64::MAX, f64::MIN), |(low, high), &t| {
+            (low.min(t), high.max(t))
+        });
+        let _ = writeln!(
+            out,
+            "  {label}: {} ({}–{})",
+            thousands(median(&each).round() as u64),
+            thousands(low.round() as u64),
+            thousands(high.round() as u64)
+        );
+    }
+    out
+}
+
+/// The rounds the runs were measured in, in order (`[None]` for a
+/// comparison of one round).
+fn rounds_of(runs: &[RunResult]) -> Vec<Option<usize>> {
+    let mut rounds: Vec<Option<usize>> = Vec::new();
+    for run in runs {
+        if !rounds.contains(&run.round) {
+            rounds.push(run.round);
+        }
+    }
+    rounds
+}
+
+/// The median of `values` (the mean of the middle two for an even count);
+/// 0 for none.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
 }
