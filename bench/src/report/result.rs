@@ -261,10 +261,9 @@ impl RunResult {
             shards,
             round: None,
             throughput: measured.throughput().round(),
-            mean_batch: match measured.batches {
-                Some(counts) => (counts.mean() * 100.0).round() / 100.0,
-                None => 1.0,
-            },
+            mean_batch: measured
+                .batches
+                .map_or(1.0, |counts| (counts.mean() * 100.0).round() / 100.0),
             p50_us: at(0.50),
             p90_us: at(0.90),
             p99_us: at(0.99),
