@@ -6,11 +6,12 @@
 # and once with none (the same binary, threads and start-up), and prints
 # (instructions with inputs - instructions without) / inputs. Unlike a
 # timing, the count does not depend on what else the machine is doing.
-# The last twelve cases are ferry-load's keyed systems on its simulated
-# store with no round trip, under the same callers, at two loads (1,000
-# keys drawn zipf:1, 100,000 keys drawn uniformly; the same keys for every
-# system): what an input costs in each, the store's work included (the
-# same for all).
+# Twelve cases are ferry-load's keyed systems on its simulated store with
+# no round trip, under the same callers, at two loads (1,000 keys drawn
+# zipf:1, 100,000 keys drawn uniformly; the same keys for every system):
+# what an input costs in each, the store's work included (the same for
+# all). The last four are `ferry::entity`'s write path on its
+# `MemoryStore` (one key's batch a request, then trips) at the same loads.
 # Two exceptions are taken out of each run's total: the shards' clock
 # calibrating itself once per process (`quanta::Clock::new`, a loop timed
 # in wall-clock time, so as long as valgrind is slow), and the example
@@ -61,6 +62,9 @@ for load in "1000 zipf:1" "100000 uniform"; do
         cases+=("$system $load")
     done
 done
+for load in "1000 zipf:1" "100000 uniform"; do
+    cases+=("entities $load" "entities-trips $load")
+done
 if [[ -n ${CASES:-} ]]; then
     IFS=, read -r -a cases <<<"$CASES"
 fi
@@ -78,8 +82,8 @@ if ! [[ $runs =~ ^[1-9][0-9]*$ ]]; then
     exit 1
 fi
 for case in "${cases[@]}"; do
-    if ! [[ $case =~ ^(submit|many|local|batcher|harness|ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched)\ [1-9][0-9]*(\ (cycle|uniform|zipf:[0-9.]+))?$ ]]; then
-        echo "callgrind.sh: a case is a mode (submit, many, local, batcher, harness, or a system: ferry, ferry-trips, single-lock, multi-key, batch-aint-one, unbatched), a key count and optionally a key distribution (cycle, uniform, zipf:S), not '$case'" >&2
+    if ! [[ $case =~ ^(submit|many|local|batcher|harness|ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched|entities|entities-trips)\ [1-9][0-9]*(\ (cycle|uniform|zipf:[0-9.]+))?$ ]]; then
+        echo "callgrind.sh: a case is a mode (submit, many, local, batcher, harness, a system: ferry, ferry-trips, single-lock, multi-key, batch-aint-one, unbatched, or entities, entities-trips), a key count and optionally a key distribution (cycle, uniform, zipf:S), not '$case'" >&2
         exit 1
     fi
 done

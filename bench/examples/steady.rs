@@ -7,6 +7,7 @@
 //! cargo build --release -p ferry-bench --example steady
 //! target/release/examples/steady <submit|local|batcher|many|harness> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]
 //! target/release/examples/steady <ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]
+//! target/release/examples/steady <entities|entities-trips> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]
 //! ```
 //!
 //! Keys: `cycle` (the default) gives input `i` key `i % keys`; `uniform`
@@ -51,6 +52,14 @@
 //!   the system, the store's read and conditional write, and the callers,
 //!   the same for every system: the systems' costs side by side.
 //!
+//! - `entities`, `entities-trips`: `ferry::entity`'s write path on its
+//!   `MemoryStore`, a fold adding each input to its key's `u64`, under
+//!   the `submit` mode's callers: one key's batch a request (batches of
+//!   up to 64, 256 in flight) or trips of up to
+//!   `DEFAULT_MAX_TRIP_BATCHES` keys (4 in flight). What the library's
+//!   entities cost an input beside the engine's instant batch function
+//!   (`submit`), the store's own locked maps included.
+//!
 //! Everything but the inputs is the same with zero inputs (the threads,
 //! the engine's start and close, the per-shard key lists), so a run with
 //! zero inputs is the baseline to subtract. It prints the inputs done.
@@ -59,6 +68,9 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::convert::Infallible;
+
+use ferry::entity::{Entities, MemoryStore};
 use ferry::{Batcher, Builder, Engine, FerryError, Runtime, ShardId};
 use ferry_bench::run::compare::{with_system, WithSystem};
 use ferry_bench::sources::dist::{KeyDist, KeySampler, Rng};
@@ -76,7 +88,7 @@ const IN_FLIGHT_PER_CALLER: usize = 1_000;
 /// Inputs per `submit_many` call in the `many` mode.
 const PER_CALL: usize = 500;
 
-const USAGE: &str = "usage: steady <submit|local|batcher|many|harness|ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]";
+const USAGE: &str = "usage: steady <submit|local|batcher|many|harness|ferry|ferry-trips|single-lock|multi-key|batch-aint-one|unbatched|entities|entities-trips> <inputs> <keys> [auto|glommio|tokio] [cycle|uniform|zipf:S]";
 
 /// The seed of the key draws of `uniform` and `zipf:S`.
 const KEY_SEED: u64 = 0x5EED_F3A4_0000_0041;
@@ -90,6 +102,10 @@ enum Mode {
     Harness,
     /// One of `ferry-load`'s systems on its simulated store.
     System(SystemKind),
+    /// `ferry::entity` on its memory store, in trips or not.
+    Entities {
+        trips: bool,
+    },
 }
 
 struct Workload {
@@ -136,6 +152,7 @@ fn main() -> ExitCode {
         Mode::Many => run_many(&workload),
         Mode::Harness => run_harness(&workload),
         Mode::System(kind) => run_system(&workload, kind),
+        Mode::Entities { trips } => run_entities(&workload, trips),
     };
     let shards = match workload.mode {
         Mode::Harness => "no shards".to_string(),
@@ -170,6 +187,8 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
         "multi-key" => Mode::System(SystemKind::MultiKey),
         "batch-aint-one" => Mode::System(SystemKind::BatchAintOne),
         "unbatched" => Mode::System(SystemKind::Unbatched),
+        "entities" => Mode::Entities { trips: false },
+        "entities-trips" => Mode::Entities { trips: true },
         other => return Err(format!("unknown mode `{other}`")),
     };
     let inputs = inputs
@@ -221,10 +240,10 @@ fn parse(args: Vec<String>) -> Result<Workload, String> {
 /// while it waits, and the instructions they cost, would follow how fast
 /// the machine (or valgrind) runs and what else it runs. An instruction
 /// count should measure the work an input takes, not how long anyone spun.
-fn steady<K, M>(
-    builder: Builder<K, u64, u64, (), M>,
+fn steady<K, O: Send + 'static, E: Clone + Send + 'static, M>(
+    builder: Builder<K, u64, O, E, M>,
     runtime: Runtime,
-) -> Builder<K, u64, u64, (), M> {
+) -> Builder<K, u64, O, E, M> {
     builder
         .shards(SHARDS)
         .pin(false)
@@ -243,6 +262,38 @@ fn run_submit(workload: &Workload) -> (usize, u64, Runtime) {
     });
     engine.close();
     engine.join();
+    (done, engine.stats().total().batches, engine.runtime())
+}
+
+/// Two caller threads on `Entities::submit`, on a `MemoryStore`. Returns
+/// (done, batches, runtime).
+fn run_entities(workload: &Workload, trips: bool) -> (usize, u64, Runtime) {
+    let (slots, per_trip) = if trips {
+        (4, ferry::DEFAULT_MAX_TRIP_BATCHES)
+    } else {
+        (256, 1)
+    };
+    let entities: Entities<u64, u64, u64, Infallible> =
+        steady(Entities::builder(), workload.runtime)
+            .max_batch_size(64)
+            .max_in_flight_batches(slots)
+            .max_trip_batches(per_trip)
+            .start_entities(MemoryStore::new(), |sum: &mut u64, input: &u64| {
+                *sum += input;
+                Ok(*sum)
+            })
+            .expect("the entities start");
+    let done = on_caller_threads(workload.inputs, |i| {
+        entities
+            .submit(workload.key(i), i as u64)
+            .map(|answer| match answer {
+                Ok(sum) => Ok(sum),
+                Err(err) => panic!("an entity's input was answered {err:?}"),
+            })
+    });
+    entities.close();
+    entities.join();
+    let engine = entities.engine();
     (done, engine.stats().total().batches, engine.runtime())
 }
 
