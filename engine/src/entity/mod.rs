@@ -57,6 +57,7 @@ mod in_memory;
 mod memory;
 mod options;
 mod shape;
+mod spares;
 mod start;
 mod store;
 mod trip;

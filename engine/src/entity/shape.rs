@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use super::codec::Codec;
 use super::memory::Known;
+use super::spares::Spares;
 use super::store::Row;
 
 /// What a key's batch makes of what is known of the key.
@@ -40,11 +41,13 @@ pub(crate) trait Shape<I>: 'static {
     /// The shape's part of a row read from the store.
     fn base(&self, row: &Row) -> Result<Self::Base, String>;
 
-    /// What `inputs` make of the key as `known`.
+    /// What `inputs` make of the key as `known`, in vectors from
+    /// `spares` where it can.
     fn apply(
         &self,
         known: &Known<Self::Base>,
         inputs: &[I],
+        spares: &mut Spares<Self::Out>,
     ) -> Result<Applied<Self::Base, Self::Out>, String>;
 }
 
@@ -75,17 +78,22 @@ where
 
     /// Folds each input in turn into a copy of the state; a refused input
     /// leaves it as it was.
-    fn apply(&self, known: &Known<S>, inputs: &[I]) -> Result<Applied<S, Result<O, R>>, String> {
+    fn apply(
+        &self,
+        known: &Known<S>,
+        inputs: &[I],
+        spares: &mut Spares<Result<O, R>>,
+    ) -> Result<Applied<S, Result<O, R>>, String> {
         let mut state = known.base.clone();
-        let outs: Vec<Result<O, R>> = inputs
-            .iter()
-            .map(|input| (*self.fold)(&mut state, input))
-            .collect();
+        let mut outs = spares.outs();
+        outs.extend(inputs.iter().map(|input| (*self.fold)(&mut state, input)));
         let count = outs.iter().filter(|out| out.is_ok()).count() as u64;
         let change = if count == 0 {
             Change::None
         } else {
-            Change::State(self.codec.encode(&state)?)
+            let mut bytes = spares.state();
+            self.codec.encode_into(&state, &mut bytes)?;
+            Change::State(bytes)
         };
         Ok(Applied {
             outs,
@@ -115,14 +123,14 @@ impl<I: 'static, C: Codec<I>> Shape<I> for Logged<C> {
         &self,
         known: &Known<()>,
         inputs: &[I],
+        spares: &mut Spares<Result<u64, Infallible>>,
     ) -> Result<Applied<(), Result<u64, Infallible>>, String> {
         let events = inputs
             .iter()
             .map(|input| self.codec.encode(input))
             .collect::<Result<Vec<_>, _>>()?;
-        let outs = (1..=inputs.len() as u64)
-            .map(|n| Ok(known.version + n))
-            .collect();
+        let mut outs = spares.outs();
+        outs.extend((1..=inputs.len() as u64).map(|n| Ok(known.version + n)));
         let change = if events.is_empty() {
             Change::None
         } else {

@@ -39,6 +39,7 @@ use super::error::Failure;
 use super::memory::{Known, Memory};
 use super::options::RESOLVE_PAUSE;
 use super::shape::{Change, Shape};
+use super::spares::Spares;
 use super::store::{Append, Connection, Row, Store, StoreError, Write};
 
 /// How a shard connects, again after its connection breaks.
@@ -62,6 +63,8 @@ pub(crate) struct Carrier<K, St: Store<K>, Sh: Shape<I>, I> {
     links: Vec<Link<St::Connection>>,
     turn: Cell<usize>,
     memory: RefCell<Memory<K, Sh::Base>>,
+    /// Vectors handed on from one trip to the next (`spares.rs`).
+    spares: RefCell<Spares<Sh::Out>>,
     shape: Sh,
     settings: Settings,
     /// This carrier's own in the tags of its appends (random), and the
@@ -137,6 +140,7 @@ where
             links,
             turn: Cell::new(0),
             memory: RefCell::new(Memory::new(remember)),
+            spares: RefCell::new(Spares::default()),
             shape,
             settings,
             nonce: std::hash::BuildHasher::hash_one(
@@ -180,8 +184,10 @@ where
             }
             self.round(link, &mut runs, &pending, &mut give_up).await;
         }
+        let mut spares = self.spares.borrow_mut();
         runs.into_iter()
             .map(|run| {
+                spares.keep_inputs(run.inputs);
                 run.answer
                     .expect("the loop ends once every key is answered")
             })
@@ -295,7 +301,9 @@ where
             let Some(known) = known else {
                 continue; // answered, or read next round
             };
-            let applied = self.shape.apply(&known, &run.inputs);
+            let applied = self
+                .shape
+                .apply(&known, &run.inputs, &mut self.spares.borrow_mut());
             let version = known.version;
             match applied {
                 Err(why) => {
@@ -447,6 +455,7 @@ where
         match sent {
             Ok(landed) => {
                 for (sending, landed) in sending.into_iter().zip(landed) {
+                    self.keep_change(sending.change);
                     let run = &mut runs[sending.run];
                     if landed {
                         self.land(run, sending.sent);
@@ -476,6 +485,7 @@ where
             Err(err) => {
                 let failure = answer_for(&err);
                 for sending in sending {
+                    self.keep_change(sending.change);
                     let run = &mut runs[sending.run];
                     if let Some(earlier) = run.suspect.take() {
                         // This one was not applied, but an earlier copy,
@@ -540,6 +550,13 @@ where
         let mut tag = self.nonce.to_le_bytes().to_vec();
         tag.extend_from_slice(&count.to_le_bytes());
         tag
+    }
+
+    /// A change sent and settled: its state's buffer serves a later write.
+    fn keep_change(&self, change: Change) {
+        if let Change::State(state) = change {
+            self.spares.borrow_mut().keep_state(state);
+        }
     }
 
     /// `run`'s key stays as `known`, as no write of this round moved it.
