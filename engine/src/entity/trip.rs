@@ -561,7 +561,7 @@ where
 
     /// `run`'s key stays as `known`, as no write of this round moved it.
     fn keep(&self, run: &Run<K, I, Sh::Base, Sh::Out>, known: Known<Sh::Base>) {
-        self.memory.borrow_mut().put(run.key.clone(), known);
+        self.memory.borrow_mut().put(&run.key, known);
     }
 
     /// `run`'s write landed as `sent`: remembered and answered.
@@ -572,7 +572,7 @@ where
             epoch: sent.epoch,
             base: sent.after,
         };
-        self.memory.borrow_mut().put(run.key.clone(), known);
+        self.memory.borrow_mut().put(&run.key, known);
         run.answer = Some(Ok(sent.outs));
     }
 
