@@ -82,12 +82,13 @@ struct Run<K, I, B, Out> {
     known: Option<Known<B>>,
     /// Writes that found the key written by somebody else.
     conflicts: u32,
-    /// The write whose reply was lost, to be looked for.
-    lost: Option<Sent<B, Out>>,
+    /// The write whose reply was lost, to be looked for (boxed, as most
+    /// runs never lose one: the run stays small to move).
+    lost: Option<Box<Sent<B, Out>>>,
     /// A lost write found absent and sent again: it may still land late
     /// (a request the store holds up after the connection gave up on it),
     /// so a conflict of the resent write is looked up as a lost one.
-    suspect: Option<Sent<B, Out>>,
+    suspect: Option<Box<Sent<B, Out>>>,
     answer: Option<Result<Vec<Out>, Failure>>,
 }
 
@@ -350,7 +351,7 @@ where
             let same_state = sent.state.is_none() || row.state == sent.state;
             if row.version == sent.version && row.epoch == sent.epoch && same_state {
                 Counts::add(&counts.found_landed, 1);
-                self.land(run, sent);
+                self.land(run, *sent);
                 return None;
             }
             if row.version != sent.expected {
@@ -479,7 +480,7 @@ where
                         sent.state = Some(state);
                     }
                     run.suspect = None;
-                    self.look_again(run, sent, *give_up);
+                    self.look_again(run, Box::new(sent), *give_up);
                 }
             }
             Err(err) => {
@@ -507,7 +508,7 @@ where
     fn look_again(
         &self,
         run: &mut Run<K, I, Sh::Base, Sh::Out>,
-        sent: Sent<Sh::Base, Sh::Out>,
+        sent: Box<Sent<Sh::Base, Sh::Out>>,
         give_up: Option<Instant>,
     ) {
         if give_up.is_some_and(|give_up| Instant::now() >= give_up) {
