@@ -12,16 +12,15 @@
 //! standard library's in-place collection keeps the memory then);
 //! otherwise it is freed, as before.
 //!
-//! Bounded: at most `SPARES_MAX` of each, and a state buffer only up to
-//! `STATE_ROOM_MAX` bytes, so what is kept stays small whatever a trip
-//! carried.
+//! Bounded: at most `SPARES_MAX` of each, each with room for at most
+//! `ROOM_MAX` bytes, so what is kept stays small whatever a trip carried.
 
 /// Spare vectors of each kind kept at most: as many as a few trips of
 /// the default size carry keys.
 const SPARES_MAX: usize = 1_024;
 
-/// The most room a state buffer may have to be kept.
-const STATE_ROOM_MAX: usize = 4_096;
+/// The most room, in bytes, a vector may have to be kept.
+const ROOM_MAX: usize = 4_096;
 
 /// The spares of one shard (module docs).
 pub(crate) struct Spares<Out> {
@@ -46,7 +45,7 @@ impl<Out> Spares<Out> {
 
     /// `state`, sent and no longer needed, for a later write.
     pub(crate) fn keep_state(&mut self, mut state: Vec<u8>) {
-        if self.states.len() < SPARES_MAX && state.capacity() <= STATE_ROOM_MAX {
+        if self.states.len() < SPARES_MAX && state.capacity() <= ROOM_MAX {
             state.clear();
             self.states.push(state);
         }
@@ -63,7 +62,8 @@ impl<Out> Spares<Out> {
     pub(crate) fn keep_inputs<I>(&mut self, mut inputs: Vec<I>) {
         inputs.clear();
         let outs: Vec<Out> = inputs.into_iter().filter_map(|_| None).collect();
-        if outs.capacity() > 0 && self.outs.len() < SPARES_MAX {
+        let room = outs.capacity() * std::mem::size_of::<Out>();
+        if outs.capacity() > 0 && room <= ROOM_MAX && self.outs.len() < SPARES_MAX {
             self.outs.push(outs);
         }
     }
@@ -86,9 +86,11 @@ mod tests {
     }
 
     #[test]
-    fn an_inputs_vector_of_another_layout_is_freed() {
+    fn an_inputs_vector_of_another_layout_or_too_large_is_freed() {
         let mut spares: Spares<u64> = Spares::default();
         spares.keep_inputs(vec![1_u8, 2, 3]);
+        assert_eq!(spares.outs().capacity(), 0);
+        spares.keep_inputs(Vec::<u64>::with_capacity(ROOM_MAX / 8 + 1));
         assert_eq!(spares.outs().capacity(), 0);
     }
 
@@ -99,7 +101,7 @@ mod tests {
         small.extend_from_slice(b"{\"n\":5}");
         let at = small.as_ptr() as usize;
         spares.keep_state(small);
-        spares.keep_state(vec![0; STATE_ROOM_MAX + 1]);
+        spares.keep_state(vec![0; ROOM_MAX + 1]);
         let again = spares.state();
         assert_eq!((again.as_ptr() as usize, again.len()), (at, 0));
         assert_eq!(spares.state().capacity(), 0, "the large one was dropped");
