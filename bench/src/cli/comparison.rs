@@ -170,7 +170,7 @@ impl Comparison {
         let settings = &self.settings;
         let single_lock_workers = settings.max_in_flight_batches * settings.pool_connections;
         let stderr = StderrProgress::open();
-        let label = label(system, shards, round);
+        let label = report::run_label(system.name(), shards, round);
         let on_progress = |progress: &Progress| stderr.show(&label, progress);
         let (load, faults) = (&self.load, self.faults.as_ref());
         let result = match system {
@@ -249,20 +249,6 @@ pub fn check_rounds(rounds: usize) -> Result<(), String> {
         return Err("--rounds must be at least 1".to_string());
     }
     Ok(())
-}
-
-/// A run's name in its progress and result lines.
-fn label(system: Compared, shards: Option<usize>, round: Option<usize>) -> String {
-    let name = system.name();
-    let system = match shards {
-        Some(1) => format!("{name} (1 shard)"),
-        Some(n) => format!("{name} ({n} shards)"),
-        None => name.to_string(),
-    };
-    match round {
-        Some(round) => format!("{system}, round {round}"),
-        None => system,
-    }
 }
 
 /// What a run does, as its heading says it: `keys` (or `unkeyed`), the

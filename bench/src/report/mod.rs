@@ -23,6 +23,6 @@ pub mod tune;
 pub use json::JsonReport;
 pub use numbers::{micros, thousands};
 pub use progress::{progress_line, StderrProgress};
-pub use result::{EngineFigures, OverloadResult, RunResult};
+pub use result::{run_label, EngineFigures, OverloadResult, RunResult};
 pub use sections::*;
 pub use table::{legend, ratios, round_medians, table};

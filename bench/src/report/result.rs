@@ -352,21 +352,35 @@ impl RunResult {
     /// `ferry (2 shards)` or `single-lock`; with rounds, `multi-key,
     /// round 2`.
     pub fn label(&self) -> String {
-        let system = self.system_label();
-        match self.round {
-            Some(round) => format!("{system}, round {round}"),
-            None => system,
-        }
+        run_label(&self.system, self.shards, self.round)
     }
 
     /// The system and its shards, without the round: what the rounds of
     /// one system share.
     pub fn system_label(&self) -> String {
-        match self.shards {
-            Some(1) => format!("{} (1 shard)", self.system),
-            Some(shards) => format!("{} ({shards} shards)", self.system),
-            None => self.system.clone(),
-        }
+        run_label(&self.system, self.shards, None)
+    }
+}
+
+/// How a run of `system` at `shards` in `round` is named in the report and
+/// its progress line: `ferry (2 shards)`, `single-lock`, `multi-key, round
+/// 2`.
+///
+/// ```
+/// use ferry_bench::report::run_label;
+///
+/// assert_eq!(run_label("ferry", Some(1), None), "ferry (1 shard)");
+/// assert_eq!(run_label("multi-key", None, Some(2)), "multi-key, round 2");
+/// ```
+pub fn run_label(system: &str, shards: Option<usize>, round: Option<usize>) -> String {
+    let system = match shards {
+        Some(1) => format!("{system} (1 shard)"),
+        Some(shards) => format!("{system} ({shards} shards)"),
+        None => system.to_string(),
+    };
+    match round {
+        Some(round) => format!("{system}, round {round}"),
+        None => system,
     }
 }
 
