@@ -534,9 +534,7 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
         }
         keys.iter()
             .zip(values)
-            .map(|(key, value)| {
-                decode(value).map_err(|why| refused(format!("{}: {why}", self.store.head(key))))
-            })
+            .map(|(key, value)| self.row_of(key, value, &doing))
             .collect()
     }
 
@@ -621,6 +619,17 @@ impl RedisConnection {
             .query_async(&mut self.connection.clone())
             .await
             .map_err(|err| self.fail(&err, Request::Read, doing))?;
+        self.row_of(key, value, doing)
+    }
+
+    /// The row `key`'s value holds (`None`: the key holds none), or
+    /// `Refused` saying which key holds something else than a row.
+    fn row_of<K: fmt::Display>(
+        &self,
+        key: &K,
+        value: Option<Vec<u8>>,
+        doing: &str,
+    ) -> Result<Row, StoreError> {
         decode(value).map_err(|why| {
             StoreError::Refused(format!(
                 "{}: {doing}: {}: {why}",
