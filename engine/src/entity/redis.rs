@@ -169,7 +169,8 @@ end
 
 /// The write of many keys. `KEYS[i]`: the i-th key's row; `ARGV[2i-1]`
 /// and `ARGV[2i]`: its condition (`expected:epoch:`) and its new row.
-/// Answers 1 (landed) or 0 per key, in order. `written` holds the rows set
+/// Answers one string, a flag a key in order: `1` (landed) or `0` (one
+/// string to parse, not an array of many integers). `written` holds the rows set
 /// so far, so a key given twice is judged the second time on what the
 /// first did (and `MSET` keeps the last of a key's rows).
 const WRITE_SCRIPT: &str = concat!(
@@ -193,9 +194,9 @@ for i = 1, count do
     sets[#sets + 1] = key
     sets[#sets + 1] = new
     written[key] = new
-    landed[i] = 1
+    landed[i] = '1'
   else
-    landed[i] = 0
+    landed[i] = '0'
   end
 end
 local other = taken(absent)
@@ -203,14 +204,15 @@ if other then
   return redis.error_reply('WRONGTYPE ' .. other .. ' holds another type than a row')
 end
 set_all(sets)
-return landed
+return table.concat(landed)
 "
 );
 
 /// The append to many logs, `n` of them. `KEYS[i]` and `KEYS[n + i]`: the
 /// i-th key's head and list. `ARGV`, per key in order: its condition
 /// (`expected:epoch:`), its new head (`version:epoch:tag`), event count
-/// `c`, then its `c` events. Answers 1 or 0 per key, in order. The
+/// `c`, then its `c` events. Answers as the write does, `1` or `0` a key
+/// in one string. The
 /// verdicts come first, the pushes after, once nothing can fail.
 const APPEND_SCRIPT: &str = concat!(
     lua_prelude!(),
@@ -238,9 +240,9 @@ for i = 1, count do
     sets[#sets + 1] = key
     sets[#sets + 1] = ARGV[at + 2]
     written[key] = ARGV[at + 2]
-    landed[i] = 1
+    landed[i] = '1'
   else
-    landed[i] = 0
+    landed[i] = '0'
   end
   at = at + 3 + tonumber(ARGV[at + 3])
 end
@@ -251,7 +253,7 @@ end
 at = 0
 for i = 1, count do
   local first, last = at + 4, at + 3 + tonumber(ARGV[at + 3])
-  if landed[i] == 1 then
+  if landed[i] == '1' then
     for from = first, last, 1000 do
       redis.call('RPUSH', KEYS[count + i], unpack(ARGV, from, min(from + 999, last)))
     end
@@ -259,7 +261,7 @@ for i = 1, count do
   at = last
 end
 set_all(sets)
-return landed
+return table.concat(landed)
 "
 );
 
@@ -373,8 +375,15 @@ impl RedisStore {
 
     /// `key`'s row name (`suffix` empty) or list name ([`EVENTS_SUFFIX`]),
     /// as the next argument of `cmd`.
+    /// Only the key goes through `Display`: a name is written once a key
+    /// a request, and the formatting machinery costs more than the bytes.
     fn name_arg(&self, cmd: &mut Cmd, key: &impl fmt::Display, suffix: &str) {
-        let written = write!(cmd.writer_for_next_arg(), "{}:{key}{suffix}", self.prefix);
+        let mut arg = cmd.writer_for_next_arg();
+        let written = arg
+            .write_all(self.prefix.as_bytes())
+            .and_then(|()| arg.write_all(b":"))
+            .and_then(|()| write!(arg, "{key}"))
+            .and_then(|()| arg.write_all(suffix.as_bytes()));
         debug_assert!(written.is_ok(), "a command's buffer takes every write");
     }
 
@@ -506,12 +515,20 @@ impl<K: fmt::Display> Connection<K> for RedisConnection {
             return self.read_one(key, &doing).await.map(|row| vec![row]);
         }
         // Phase 1: the values, and how many of the keys hold one.
-        let (mut values_of, mut held_by) = (Cmd::new(), Cmd::new());
+        // A name is a few dozen bytes.
+        let sized = || Cmd::with_capacity(1 + keys.len(), 48 * keys.len() + 16);
+        let (mut values_of, mut held_by) = (sized(), sized());
         values_of.arg("MGET");
         held_by.arg("EXISTS");
         for key in keys {
             self.store.name_arg(&mut values_of, key, "");
-            self.store.name_arg(&mut held_by, key, "");
+        }
+        // The same names again, copied: each is formatted once.
+        for name in values_of.args_iter().skip(1) {
+            let ::redis::Arg::Simple(name) = name else {
+                unreachable!("a name is a plain argument")
+            };
+            held_by.arg(name);
         }
         let mut pipe = ::redis::pipe();
         pipe.atomic().add_command(values_of).add_command(held_by);
@@ -666,7 +683,7 @@ impl RedisConnection {
     /// Runs `cmd`, an `EVALSHA` of `script`; a server that does not hold
     /// the script (flushed, or another server behind the address) is given
     /// it and asked again: it answered `NOSCRIPT` without running anything.
-    async fn run_script(&self, script: &Script, cmd: &Cmd) -> RedisResult<Vec<i64>> {
+    async fn run_script(&self, script: &Script, cmd: &Cmd) -> RedisResult<Vec<u8>> {
         let mut connection = self.connection.clone();
         match cmd.query_async(&mut connection).await {
             Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
@@ -677,17 +694,17 @@ impl RedisConnection {
         }
     }
 
-    /// A script's answer as one flag per key; an answer of another length
-    /// is `Lost` (the script ran, what it did is unknown).
-    fn landed(&self, answer: Vec<i64>, keys: usize, doing: &str) -> Result<Vec<bool>, StoreError> {
-        if answer.len() != keys {
-            return Err(StoreError::Lost(format!(
-                "{}: {doing}: the script answered {} flags for {keys} keys",
+    /// A script's answer, one flag a key; an answer of another length or
+    /// with another byte than `0` and `1` is `Lost` (the script ran, what
+    /// it did is unknown).
+    fn landed(&self, answer: Vec<u8>, keys: usize, doing: &str) -> Result<Vec<bool>, StoreError> {
+        flags(&answer, keys).ok_or_else(|| {
+            StoreError::Lost(format!(
+                "{}: {doing}: the script answered {:?} for {keys} keys, not a flag a key",
                 self.store.shown,
-                answer.len()
-            )));
-        }
-        Ok(answer.into_iter().map(|flag| flag == 1).collect())
+                String::from_utf8_lossy(&answer[..answer.len().min(48)])
+            ))
+        })
     }
 }
 
@@ -703,12 +720,42 @@ fn evalsha(script: &Script, keys: usize, args: usize, bytes: usize) -> Cmd {
     cmd
 }
 
+/// The flags of a script's answer for `keys` keys (`1`: landed), or
+/// `None` if it is not one `0` or `1` a key.
+fn flags(answer: &[u8], keys: usize) -> Option<Vec<bool>> {
+    if answer.len() != keys {
+        return None;
+    }
+    answer
+        .iter()
+        .map(|flag| match flag {
+            b'1' => Some(true),
+            b'0' => Some(false),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A row as stored, `{version}:{epoch}:` and the state's bytes, as the
 /// next argument of `cmd`; with no state, a change's condition as the
 /// scripts take it (the header of the row it expects).
 fn row_arg(cmd: &mut Cmd, version: u64, epoch: u64, state: &[u8]) {
+    // Two numbers of at most 20 digits and two colons: the header is put
+    // together on the stack, in one write (`itoa`, not `write!`: two
+    // headers go out for every key a trip writes).
+    let mut header = [0_u8; 42];
+    let mut end = 0;
+    let mut text = itoa::Buffer::new();
+    for number in [version, epoch] {
+        let digits = text.format(number).as_bytes();
+        header[end..end + digits.len()].copy_from_slice(digits);
+        header[end + digits.len()] = b':';
+        end += digits.len() + 1;
+    }
     let mut arg = cmd.writer_for_next_arg();
-    let written = write!(arg, "{version}:{epoch}:").and_then(|()| arg.write_all(state));
+    let written = arg
+        .write_all(&header[..end])
+        .and_then(|()| arg.write_all(state));
     debug_assert!(written.is_ok(), "a command's buffer takes every write");
 }
 
@@ -941,6 +988,15 @@ mod tests {
         let mut cmd = Cmd::new();
         row_arg(&mut cmd, version, epoch, state);
         args(&cmd)[0].to_vec()
+    }
+
+    #[test]
+    fn a_script_answers_one_flag_a_key() {
+        assert_eq!(flags(b"101", 3), Some(vec![true, false, true]));
+        assert_eq!(flags(b"", 0), Some(vec![]));
+        assert_eq!(flags(b"10", 3), None, "one flag short");
+        assert_eq!(flags(b"1x1", 3), None, "not a flag");
+        assert_eq!(flags(b"111", 2), None, "one flag too many");
     }
 
     #[test]
