@@ -19,6 +19,7 @@
 //! | `submit_local`, 1,000 keys | 2.02 | 0–1 | 0 |
 //! | `Batcher::submit` | 26–62 | 0 | 1–4 |
 //! | `submit_many`, calls of 500, 100,000 keys | 1.00 | 2,042–2,077 | 2,044–2,050 |
+//! | trips, 100,000 keys, 4 in flight (2026-12-07) | 1.00 (40–53 batches a trip) | 10,880–18,218 | 8,436–21,305 |
 //!
 //! (Before an input had an answer cell of its own and batches reused their
 //! outputs' vector, the same cases made 1 allocation per input and 1 per
@@ -31,7 +32,11 @@
 //! **allocations ≤ 0 per input + 0 per batch + slack** for a batch function
 //! that hands back its inputs' vector, **2 per batch** for one that makes
 //! outputs of another layout, and for `submit_many` **10 per call of 500**
-//! besides: nothing of an input's own, nothing of a batch's own.
+//! besides, and for a trip function **9 per trip** (`PER_TRIP`): nothing of
+//! an input's own, nothing of a batch's own. (Before a shard kept as many
+//! spare vectors as batches were ever out at once, the trips case made
+//! 137,132 and 140,875: its spares ran dry while finished trips waited to
+//! be answered.)
 //!
 //! - **0 per input** (`PER_INPUT`): an input's outcome goes through its
 //!   answer cell (`answer_cell.rs`), a block from the caller's thread's
@@ -125,6 +130,18 @@ const PER_BATCH: u64 = 0;
 /// Per batch, for one whose outputs have another layout than its inputs:
 /// the batch's inputs vector, and the outputs vector the function makes.
 const PER_BATCH_OTHER_LAYOUT: u64 = 2;
+/// Batches a trip carries at most in the trips case.
+const TRIP_BATCHES: usize = 64;
+/// Turns of its shard each trip of the trips case waits: long enough that
+/// the lanes the callers fill meanwhile make the next trips full or nearly.
+const TRIP_TURNS: u32 = 8;
+/// Per trip, for a trip function: the trip's vector of batches, which the
+/// shard makes with room for as many as the trip before carried, and its
+/// growth when this one carries more (at most one doubling from 1 up to
+/// `TRIP_BATCHES`, 6 of them); the results vector the function makes of it
+/// (moved in place, then shrunk); the trip's task in the loop's
+/// `FuturesUnordered`, when it does not finish on its first poll.
+const PER_TRIP: u64 = 3 + TRIP_BATCHES.ilog2() as u64;
 /// And per `submit_many` call, whose inputs cost nothing each: the call's
 /// answer cell (its `Arc`, its vector, the stream's queue), the list of
 /// bundles, and per shard a bundle's vector and the shard's share of the
@@ -160,8 +177,11 @@ struct Measured {
     per_batch: u64,
     /// `submit_many` calls made (0 for the other cases).
     calls: u64,
+    /// The budget per trip (`PER_TRIP` with a trip function, or none).
+    per_trip: u64,
     inputs: u64,
     batches: u64,
+    trips: u64,
     allocations: u64,
     /// Times the shards parked in the stretch (their published count).
     parks: u64,
@@ -197,18 +217,21 @@ impl Measured {
 
     /// Reports the counts, then asserts the budget.
     fn check(&self, case: &str) {
-        let budget =
-            self.per_input * self.inputs + self.per_batch * self.batches + PER_CALL * self.calls;
+        let budget = self.per_input * self.inputs
+            + self.per_batch * self.batches
+            + self.per_trip * self.trips
+            + PER_CALL * self.calls;
         let slack = self.slack();
         eprintln!(
-            "{case}, {:?}: {} inputs in {} batches ({:.2} inputs per batch), {} parks, {:?}; \
-             {} allocations, {:.3} per input, {:.3} per batch; budget {budget} \
-             ({} per input + {} per batch + {PER_CALL} per call, {} calls), \
+            "{case}, {:?}: {} inputs in {} batches ({:.2} inputs per batch) and {} trips, \
+             {} parks, {:?}; {} allocations, {:.3} per input, {:.3} per batch; budget {budget} \
+             ({} per input + {} per batch + {} per trip + {PER_CALL} per call, {} calls), \
              {} beyond it (slack {slack})",
             self.runtime,
             self.inputs,
             self.batches,
             self.inputs as f64 / self.batches as f64,
+            self.trips,
             self.parks,
             self.took,
             self.allocations,
@@ -216,20 +239,24 @@ impl Measured {
             self.allocations as f64 / self.batches as f64,
             self.per_input,
             self.per_batch,
+            self.per_trip,
             self.calls,
             self.allocations as i64 - budget as i64,
         );
         assert!(
             self.allocations <= budget + slack,
-            "{case}, {:?}: {} allocations for {} inputs in {} batches and {} calls, more \
-             than {} per input + {} per batch + {PER_CALL} per call + {slack} slack",
+            "{case}, {:?}: {} allocations for {} inputs in {} batches, {} trips and {} calls, \
+             more than {} per input + {} per batch + {} per trip + {PER_CALL} per call + \
+             {slack} slack",
             self.runtime,
             self.allocations,
             self.inputs,
             self.batches,
+            self.trips,
             self.calls,
             self.per_input,
             self.per_batch,
+            self.per_trip,
         );
     }
 }
@@ -402,8 +429,10 @@ where
             per_input: PER_INPUT,
             per_batch: PER_BATCH,
             calls: 0,
+            per_trip: 0,
             inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
             batches: after.batches - before.batches,
+            trips: after.trips - before.trips,
             allocations,
             parks: after.parks - before.parks,
             took,
@@ -494,6 +523,69 @@ fn submit_with_outputs_of_another_layout(runtime: Runtime) {
     measured.check("submit, 100000 keys, u32 outputs");
 }
 
+on_each_runtime!(trips_with_100000_keys_several_in_flight);
+/// A trip function at 100,000 keys (one input a batch), whose trips each
+/// wait a few turns of the shard, so that several are in flight at once and
+/// more finish while the next ones start: their batches' vectors come back
+/// as spares, as many as were ever out at once (`Books::spares_max`), so a
+/// batch allocates nothing and a trip only its own (`PER_TRIP`).
+fn trips_with_100000_keys_several_in_flight(runtime: Runtime) {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    let engine: Engine<u64, u64, u64, ()> = Engine::builder()
+        .runtime(runtime)
+        .shards(SHARDS)
+        .pin(false)
+        .max_in_flight_batches(4)
+        .max_trip_batches(TRIP_BATCHES)
+        .start_trips(|_shard| {
+            |trip: Vec<(u64, Vec<u64>)>| async move {
+                Turns(TRIP_TURNS).await;
+                trip.into_iter()
+                    .map(|(_key, inputs)| Ok::<_, ()>(inputs))
+                    .collect::<Vec<_>>()
+            }
+        })
+        .expect("the engine starts");
+    let keys = 100_000;
+    let mut measured = measure_on_threads(
+        runtime,
+        |i| engine.submit(i as u64 % keys, i as u64),
+        || engine.stats(),
+        lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
+    );
+    engine.close();
+    engine.join();
+    // So that one allocation a batch would pass the budget of a trip.
+    assert!(
+        measured.batches > 2 * PER_TRIP * measured.trips,
+        "trips carry many batches: {} in {} trips",
+        measured.batches,
+        measured.trips
+    );
+    measured.per_trip = PER_TRIP;
+    measured.check("trips, 100000 keys");
+}
+
+/// Pending a number of times (waking its task at once each time), then
+/// ready: a trip that takes a few turns of the shard, without a timer or
+/// an allocation.
+struct Turns(u32);
+
+impl Future for Turns {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
 on_each_runtime!(batcher_unkeyed_submit);
 fn batcher_unkeyed_submit(runtime: Runtime) {
     let _alone = ONE_AT_A_TIME
@@ -560,8 +652,10 @@ fn submit_local_from_a_task_on_the_shard(runtime: Runtime) {
         per_input: PER_INPUT,
         per_batch: PER_BATCH,
         calls: 0,
+        per_trip: 0,
         inputs: MEASURED_PER_CALLER as u64,
         batches: after.batches - before.batches,
+        trips: after.trips - before.trips,
         allocations,
         parks: after.parks - before.parks,
         took,
@@ -619,8 +713,10 @@ fn submit_many_in_calls_of_500(runtime: Runtime) {
         per_input: 0,
         per_batch: PER_BATCH,
         calls: (MEASURED_PER_CALLER * SHARDS / PER_CALL_INPUTS) as u64,
+        per_trip: 0,
         inputs: (MEASURED_PER_CALLER * SHARDS) as u64,
         batches: after.batches - before.batches,
+        trips: after.trips - before.trips,
         allocations,
         parks: after.parks - before.parks,
         took,

@@ -226,9 +226,16 @@ struct Books<I, O, E> {
     /// vectors for the next dispatches (see `spare_inputs_of`).
     spare_inputs: Vec<Vec<I>>,
     /// How many of each spare vector are kept at most: `SPARES_MAX`, or
-    /// as many as one trip carries batches if that is more, so that a trip
-    /// taken after one answered reuses every vector (see `dispatch_trip`).
+    /// the most batches ever out at once (`replies_out`'s peak) if that is
+    /// more. Batches are out from their dispatch until their callers are
+    /// answered, and the loop starts the next trips before it answers the
+    /// finished ones (`ShardLoop::step`), so a shard with trips in flight
+    /// needs a few times the batches they carry; keeping as many as were
+    /// out lets every batch reuse a vector, and never keeps more than the
+    /// shard's busiest moment held.
     spares_max: usize,
+    /// Replies vectors handed out by `split` and not yet given back.
+    replies_out: usize,
     /// The most room a kept inputs vector may have: a batch holds at most
     /// `max_batch_size` inputs, and never more than `SPARE_INPUTS_ROOM_MAX`
     /// are kept.
@@ -255,6 +262,8 @@ impl<I, O, E> Books<I, O, E> {
         inputs.reserve(items.len());
         let mut replies = self.spare_replies.pop().unwrap_or_default();
         replies.reserve(items.len());
+        self.replies_out += 1;
+        self.spares_max = self.spares_max.max(self.replies_out);
         let withdraw = self.withdraw_on_drop;
         for (input, reply) in self.observer.watch(now, items) {
             if withdraw && reply.is_abandoned() {
@@ -277,8 +286,8 @@ pub type FlushReply = oneshot::Sender<()>;
 /// their batch is taken.
 const WITHDRAW_SCAN: usize = 128;
 
-/// Reply and inputs vectors kept for reuse at most, unless a trip carries
-/// more batches (then as many as one trip carries, `Books::spares_max`). A
+/// Reply and inputs vectors kept for reuse at most, unless more batches
+/// were out at once (`Books::spares_max`). A
 /// reply vector holds at most `max_batch_size` slots, so this bounds what
 /// the pool keeps.
 const SPARES_MAX: usize = 64;
@@ -312,6 +321,7 @@ where
                 spare_replies: Vec::new(),
                 spare_inputs: Vec::new(),
                 spares_max: SPARES_MAX,
+                replies_out: 0,
                 spare_inputs_room_max: lanes.max_batch_size.min(SPARE_INPUTS_ROOM_MAX),
                 withdraw_on_drop: lanes.withdraw_on_drop,
                 generations: Generations::default(),
@@ -435,7 +445,7 @@ where
         loop {
             let (ticket, key, (inputs, replies)) = self.take_batch(now)?;
             if inputs.is_empty() {
-                self.books.spare_replies.push(replies);
+                self.keep_spare_replies(replies);
                 self.queue.complete(ticket, now);
                 continue;
             }
@@ -480,7 +490,6 @@ where
         // room for as many, and the vector the loop keeps from a spare.
         let mut batches = Vec::with_capacity(self.trip_batches_last.min(limits.max_batches));
         let mut held = self.spare_trips.pop().unwrap_or_default();
-        self.books.spares_max = self.books.spares_max.max(limits.max_batches);
         let mut weight = 0_u64;
         while batches.len() < limits.max_batches {
             if limits.max_weight != u64::MAX {
@@ -496,7 +505,7 @@ where
                 break;
             };
             if inputs.is_empty() {
-                self.books.spare_replies.push(replies);
+                self.keep_spare_replies(replies);
                 self.queue.complete(ticket, now);
                 continue;
             }
@@ -742,6 +751,7 @@ where
     #[inline(always)]
     fn keep_spare_replies(&mut self, replies: Vec<Reply<I, O, E>>) {
         debug_assert!(replies.is_empty(), "every reply is used (G4)");
+        self.books.replies_out = self.books.replies_out.saturating_sub(1);
         if self.books.spare_replies.len() < self.books.spares_max {
             self.books.spare_replies.push(replies);
         }
