@@ -454,10 +454,21 @@ fn engine(runtime: Runtime) -> Engine<u64, u64, u64, ()> {
 
 /// Cross-thread `submit`, input `i` with key `i % keys`.
 fn submit_from_threads(runtime: Runtime, keys: u64) -> Measured {
-    let engine = engine(runtime);
+    measure_engine(runtime, engine(runtime), keys, std::convert::identity)
+}
+
+/// Cross-thread `submit` to `engine`, input `i` with key `i % keys`, each
+/// outcome made an `Outcome` by `outcome`; then closes the engine.
+fn measure_engine<O: Send + 'static>(
+    runtime: Runtime,
+    engine: Engine<u64, u64, O, ()>,
+    keys: u64,
+    outcome: fn(Result<O, FerryError<u64, ()>>) -> Outcome,
+) -> Measured {
+    use futures::FutureExt;
     let measured = measure_on_threads(
         runtime,
-        |i| engine.submit(i as u64 % keys, i as u64),
+        |i| engine.submit(i as u64 % keys, i as u64).map(outcome),
         || engine.stats(),
         lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
     );
@@ -493,7 +504,6 @@ on_each_runtime!(submit_with_outputs_of_another_layout);
 /// `u64` inputs: a new outputs vector, so its inputs vector cannot serve
 /// the next batch.
 fn submit_with_outputs_of_another_layout(runtime: Runtime) {
-    use futures::FutureExt;
     let _alone = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poison| poison.into_inner());
@@ -507,18 +517,7 @@ fn submit_with_outputs_of_another_layout(runtime: Runtime) {
             }
         })
         .expect("the engine starts");
-    let keys = 100_000;
-    let mut measured = measure_on_threads(
-        runtime,
-        |i| {
-            let submit = engine.submit(i as u64 % keys, i as u64);
-            submit.map(|outcome| outcome.map(u64::from))
-        },
-        || engine.stats(),
-        lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
-    );
-    engine.close();
-    engine.join();
+    let mut measured = measure_engine(runtime, engine, 100_000, |outcome| outcome.map(u64::from));
     measured.per_batch = PER_BATCH_OTHER_LAYOUT;
     measured.check("submit, 100000 keys, u32 outputs");
 }
@@ -548,15 +547,7 @@ fn trips_with_100000_keys_several_in_flight(runtime: Runtime) {
             }
         })
         .expect("the engine starts");
-    let keys = 100_000;
-    let mut measured = measure_on_threads(
-        runtime,
-        |i| engine.submit(i as u64 % keys, i as u64),
-        || engine.stats(),
-        lane_places_max(SHARDS, IN_FLIGHT_PER_CALLER * SHARDS),
-    );
-    engine.close();
-    engine.join();
+    let mut measured = measure_engine(runtime, engine, 100_000, std::convert::identity);
     // So that one allocation a batch would pass the budget of a trip.
     assert!(
         measured.batches > 2 * PER_TRIP * measured.trips,
