@@ -36,7 +36,9 @@
 //!   at every key it was given (one `MGET`), *judges* them in order, each
 //!   on its own condition (see [`store`](super::store)), and only then
 //!   *changes* the ones that land (one `MSET` of the rows, an `RPUSH` per
-//!   log). Errors (such as `WRONGTYPE`) can only arise before the changes:
+//!   log); it answers one string, `1` or `0` a key in order, so the reply
+//!   is parsed as one value however many keys it carries. Errors (such as
+//!   `WRONGTYPE`) can only arise before the changes:
 //!   a script that fails has changed nothing (Redis does not undo a
 //!   script's changes, so this order is what makes a refusal clean).
 //!
@@ -170,9 +172,9 @@ end
 /// The write of many keys. `KEYS[i]`: the i-th key's row; `ARGV[2i-1]`
 /// and `ARGV[2i]`: its condition (`expected:epoch:`) and its new row.
 /// Answers one string, a flag a key in order: `1` (landed) or `0` (one
-/// string to parse, not an array of many integers). `written` holds the rows set
-/// so far, so a key given twice is judged the second time on what the
-/// first did (and `MSET` keeps the last of a key's rows).
+/// value to parse, not an array of many integers). `written` holds the
+/// rows set so far, so a key given twice is judged the second time on what
+/// the first did (and `MSET` keeps the last of a key's rows).
 const WRITE_SCRIPT: &str = concat!(
     lua_prelude!(),
     r"
@@ -212,8 +214,8 @@ return table.concat(landed)
 /// i-th key's head and list. `ARGV`, per key in order: its condition
 /// (`expected:epoch:`), its new head (`version:epoch:tag`), event count
 /// `c`, then its `c` events. Answers as the write does, `1` or `0` a key
-/// in one string. The
-/// verdicts come first, the pushes after, once nothing can fail.
+/// in one string. The verdicts come first, the pushes after, once nothing
+/// can fail.
 const APPEND_SCRIPT: &str = concat!(
     lua_prelude!(),
     r"
@@ -375,6 +377,7 @@ impl RedisStore {
 
     /// `key`'s row name (`suffix` empty) or list name ([`EVENTS_SUFFIX`]),
     /// as the next argument of `cmd`.
+    ///
     /// Only the key goes through `Display`: a name is written once a key
     /// a request, and the formatting machinery costs more than the bytes.
     fn name_arg(&self, cmd: &mut Cmd, key: &impl fmt::Display, suffix: &str) {
