@@ -84,16 +84,16 @@ fn no_subcommand_is_compare_with_the_readme_defaults() {
     );
     let named = compare(&["compare"]);
     assert_eq!(names(named.systems()), names(args.systems()));
-    assert_eq!(args.rounds, 1);
+    assert_eq!(args.list.rounds, 1);
 }
 
 #[test]
 fn rounds_repeat_the_list_and_are_at_least_one() {
-    assert_eq!(compare(&["--rounds", "3"]).rounds, 3);
+    assert_eq!(compare(&["--rounds", "3"]).list.rounds, 3);
     let Command::Unkeyed(unkeyed) = parse(&["unkeyed", "--rounds", "2"]) else {
         panic!("unkeyed");
     };
-    assert_eq!((unkeyed.rounds, unkeyed.check()), (2, Ok(())));
+    assert_eq!((unkeyed.list.rounds, unkeyed.check()), (2, Ok(())));
     assert_eq!(
         compare(&["--rounds", "0"]).check(),
         Err("--rounds must be at least 1".to_string())
@@ -113,7 +113,7 @@ fn compare_s_flags_without_a_subcommand_are_compare_s() {
     assert_eq!(args.store.store_rtt, Duration::ZERO);
     let named = compare(&["compare", "--keys", "100000", "--sweep-shards", "1,2"]);
     assert_eq!(named.load.keys, 100_000);
-    assert_eq!(named.sweep_shards, [1, 2]);
+    assert_eq!(named.list.sweep_shards, [1, 2]);
 }
 
 /// The idle-stage and batch-size flags default to the engine's own

@@ -8,7 +8,7 @@ use clap::Args;
 use crate::base::duration::parse_duration;
 use crate::systems::{Keying, Settings, SystemKind, UnkeyedKind};
 
-use super::comparison::{check_rounds, describe, Compared, Comparison};
+use super::comparison::{describe, Compared, Comparison, ListArgs};
 use super::engine::{EngineArgs, TripArgs};
 use super::load::LoadArgs;
 use super::output::OutputArgs;
@@ -39,17 +39,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub compare: Vec<String>,
 
-    /// Run ferry once per shard count in this list, e.g. 1,2,4; the other
-    /// systems run once. Overrides --shards
-    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
-    pub sweep_shards: Vec<usize>,
-
-    /// Run the whole list this many times, one system after another each
-    /// round, so that a slow spell of the machine falls on every system
-    /// alike: each round has its table, and each ratio is the median of
-    /// the rounds' own
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub rounds: usize,
+    /// The shard counts and rounds.
+    #[command(flatten)]
+    pub list: ListArgs,
 
     /// The load.
     #[command(flatten)]
@@ -102,8 +94,8 @@ impl CompareArgs {
             Comparison {
                 keying: Keying::Keyed,
                 systems,
-                shard_counts: self.engine.shard_counts(&self.sweep_shards),
-                rounds: self.rounds,
+                shard_counts: self.engine.shard_counts(&self.list.sweep_shards),
+                rounds: self.list.rounds,
                 settings: self.settings(),
                 load,
                 keys: self.load.keys,
@@ -125,8 +117,7 @@ impl CompareArgs {
     pub fn check(&self) -> Result<(), String> {
         let timeout = self.overload.timeout;
         self.load.check(self.duration(), timeout)?;
-        self.engine.check(&self.sweep_shards)?;
-        check_rounds(self.rounds)?;
+        self.list.check(&self.engine)?;
         self.trips.check()?;
         self.event_time
             .check(timeout.is_some() || self.load.per_call > 1)?;
@@ -164,7 +155,7 @@ impl CompareArgs {
                 .or(self.overload.timeout.map(|timeout| timeout.mul_f64(0.9))),
             retry_unknown: self.faults.retry_unknown,
             fence: self.faults.fence(),
-            ..self.engine.settings(&self.sweep_shards, &self.trips)
+            ..self.engine.settings(&self.list.sweep_shards, &self.trips)
         }
     }
 

@@ -2,6 +2,8 @@
 //! shard counts on one store, one after another, a live progress line for
 //! each, then the table and the sections after it.
 
+use clap::Args;
+
 use crate::base::duration::format_duration;
 use crate::report::{self, RunResult, StderrProgress};
 use crate::run::compare::{run_unkeyed, run_with_faults};
@@ -243,12 +245,33 @@ impl Comparison {
     }
 }
 
-/// Refuses `--rounds 0`.
-pub fn check_rounds(rounds: usize) -> Result<(), String> {
-    if rounds == 0 {
-        return Err("--rounds must be at least 1".to_string());
+/// How a comparison runs its list of systems: at which shard counts, and
+/// how many times over (`compare`'s and `unkeyed`'s).
+#[derive(Clone, Debug, Args)]
+pub struct ListArgs {
+    /// Run the systems with shards (ferry's, batcher) once per shard count
+    /// in this list, e.g. 1,2,4; the other systems run once. Overrides
+    /// --shards
+    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
+    pub sweep_shards: Vec<usize>,
+
+    /// Run the whole list this many times, one system after another each
+    /// round, so that a slow spell of the machine falls on every system
+    /// alike: each round has its table, and each ratio is the median of
+    /// the rounds' own
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: usize,
+}
+
+impl ListArgs {
+    /// The sweep against the engine's settings, and `--rounds 0` refused.
+    pub fn check(&self, engine: &EngineArgs) -> Result<(), String> {
+        engine.check(&self.sweep_shards)?;
+        if self.rounds == 0 {
+            return Err("--rounds must be at least 1".to_string());
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// What a run does, as its heading says it: `keys` (or `unkeyed`), the

@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::systems::{Keying, Settings, UnkeyedKind};
 
-use super::comparison::{check_rounds, describe, Compared, Comparison};
+use super::comparison::{describe, Compared, Comparison, ListArgs};
 use super::engine::{EngineArgs, TripArgs};
 use super::load::LoadArgs;
 use super::output::OutputArgs;
@@ -39,17 +39,9 @@ pub struct UnkeyedArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub compare: Vec<String>,
 
-    /// Run batcher once per shard count in this list, e.g. 1,2,4; the other
-    /// systems run once. Overrides --shards
-    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
-    pub sweep_shards: Vec<usize>,
-
-    /// Run the whole list this many times, one system after another each
-    /// round, so that a slow spell of the machine falls on every system
-    /// alike: each round has its table, and each ratio is the median of
-    /// the rounds' own
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub rounds: usize,
+    /// The shard counts and rounds.
+    #[command(flatten)]
+    pub list: ListArgs,
 
     /// The load.
     #[command(flatten)]
@@ -84,8 +76,8 @@ impl UnkeyedArgs {
             Comparison {
                 keying: Keying::Unkeyed,
                 systems,
-                shard_counts: self.engine.shard_counts(&self.sweep_shards),
-                rounds: self.rounds,
+                shard_counts: self.engine.shard_counts(&self.list.sweep_shards),
+                rounds: self.list.rounds,
                 settings: self.settings(),
                 load,
                 keys: self.load.keys,
@@ -106,8 +98,7 @@ impl UnkeyedArgs {
     /// Every limit, and the overload scenario's flags.
     pub fn check(&self) -> Result<(), String> {
         self.load.check(self.duration(), self.overload.timeout)?;
-        self.engine.check(&self.sweep_shards)?;
-        check_rounds(self.rounds)?;
+        self.list.check(&self.engine)?;
         self.overload.check(&self.store)?;
         self.store.check(self.engine.runtime)?;
         self.systems().map(drop)
@@ -131,7 +122,7 @@ impl UnkeyedArgs {
     /// The systems' settings from the flags (no trips among them).
     fn settings(&self) -> Settings {
         self.engine
-            .settings(&self.sweep_shards, &TripArgs::default())
+            .settings(&self.list.sweep_shards, &TripArgs::default())
     }
 
     /// What is run, as the heading says it.
