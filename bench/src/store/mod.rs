@@ -191,6 +191,38 @@ fn redacted(url: &str) -> String {
     }
 }
 
+/// What a real store does, each server its own way, for the set-up, the
+/// read-back and `--fault`'s admin work (a batch's work goes through its
+/// [`Connection`]).
+pub(crate) trait Server: Sync {
+    /// What it counts across its connections.
+    fn books(&self) -> &conditional::Books;
+
+    /// Its rows, as the store itself reads them back and removes them.
+    fn rows(&self) -> &rows::Rows;
+
+    /// The server's host and port, from the URL.
+    fn server_address(&self) -> Result<(String, u16), String>;
+
+    /// Batches' connections made from now on go to `proxy` instead.
+    fn route_through(&self, proxy: std::net::SocketAddr) -> Result<(), String>;
+
+    /// Ends every client connection but the store's own; answers how many.
+    fn kill_connections(&self) -> Result<u64, String>;
+
+    /// A new connection of the store's own, in place of the old one.
+    fn reconnect_admin(&self) -> Result<(), String>;
+
+    /// The server's CPU time, when it can be read.
+    fn server_cpu_time(&self) -> Option<Duration>;
+}
+
+/// A store as the sim or a server, whichever server it is.
+enum Side {
+    Sim(&'static SimStore),
+    Server(&'static dyn Server),
+}
+
 /// The store of a `ferry-load` process. It lives for the rest of the
 /// process (each kind is leaked when opened), so it is `Copy` and batch
 /// functions hold it without reference counting.
@@ -236,6 +268,14 @@ impl Store {
         }
     }
 
+    fn side(self) -> Side {
+        match self {
+            Store::Sim(sim) => Side::Sim(sim),
+            Store::Postgres(pg) => Side::Server(pg),
+            Store::Redis(redis) => Side::Server(redis),
+        }
+    }
+
     /// The simulated store, if this is it.
     pub fn as_sim(self) -> Option<&'static SimStore> {
         match self {
@@ -260,10 +300,9 @@ impl Store {
 
     /// The number of keys.
     pub fn keys(self) -> u64 {
-        match self {
-            Store::Sim(sim) => sim.keys(),
-            Store::Postgres(pg) => pg.keys(),
-            Store::Redis(redis) => redis.keys(),
+        match self.side() {
+            Side::Sim(sim) => sim.keys(),
+            Side::Server(server) => server.books().keys,
         }
     }
 
@@ -278,31 +317,30 @@ impl Store {
         }
     }
 
-    /// Sets every key (and the unkeyed stream) to version 0 and value 0.
-    /// Nothing for the sim, whose runs read differences.
+    /// Sets every key (and the unkeyed stream) to version 0 and value 0: a
+    /// server's rows removed (PostgreSQL's table dropped, for the next
+    /// connection to make again, so no run inherits another's rows or dead
+    /// row versions). Nothing for the sim, whose runs read differences.
     pub fn reset(self) -> Result<(), String> {
-        match self {
-            Store::Sim(_) => Ok(()),
-            Store::Postgres(pg) => pg.reset(),
-            Store::Redis(redis) => redis.reset(),
+        match self.side() {
+            Side::Sim(_) => Ok(()),
+            Side::Server(server) => server.books().reset(server.rows()),
         }
     }
 
     /// Reads the whole store back: the inputs it holds and their sum.
     pub fn contents(self) -> Result<Contents, String> {
-        match self {
-            Store::Sim(sim) => Ok(sim.contents()),
-            Store::Postgres(pg) => pg.contents(),
-            Store::Redis(redis) => redis.contents(),
+        match self.side() {
+            Side::Sim(sim) => Ok(sim.contents()),
+            Side::Server(server) => server.books().contents(server.rows()),
         }
     }
 
     /// Conditional writes refused as conflicts since the store was opened.
     pub fn conflicts(self) -> u64 {
-        match self {
-            Store::Sim(sim) => sim.conflicts(),
-            Store::Postgres(pg) => pg.conflicts(),
-            Store::Redis(redis) => redis.conflicts(),
+        match self.side() {
+            Side::Sim(sim) => sim.conflicts(),
+            Side::Server(server) => server.books().conflicts(),
         }
     }
 
@@ -320,10 +358,9 @@ impl Store {
     /// machine, Redis's from `INFO cpu`. `None` for the sim, whose thread
     /// counts in this process's own CPU time.
     pub fn server_cpu_time(self) -> Option<Duration> {
-        match self {
-            Store::Sim(_) => None,
-            Store::Postgres(pg) => pg.server_cpu_time(),
-            Store::Redis(redis) => redis.server_cpu_time(),
+        match self.side() {
+            Side::Sim(_) => None,
+            Side::Server(server) => server.server_cpu_time(),
         }
     }
 
@@ -331,10 +368,9 @@ impl Store {
     /// `--fault`'s proxy forwards to); an error for the sim, or a server
     /// reached through a Unix socket.
     pub fn server_address(self) -> Result<(String, u16), String> {
-        match self {
-            Store::Sim(_) => Err("the simulated store has no server".to_string()),
-            Store::Postgres(pg) => pg.server_address(),
-            Store::Redis(redis) => redis.server_address(),
+        match self.side() {
+            Side::Sim(_) => Err("the simulated store has no server".to_string()),
+            Side::Server(server) => server.server_address(),
         }
     }
 
@@ -343,13 +379,9 @@ impl Store {
     /// server; the store's own connection (set-up, reset, read-back, the
     /// faults' admin work) keeps going to the server directly.
     pub fn route_through(self, proxy: std::net::SocketAddr) -> Result<(), String> {
-        match self {
-            Store::Sim(_) => Err("the simulated store has no connections to route".to_string()),
-            Store::Postgres(pg) => {
-                pg.route_through(proxy);
-                Ok(())
-            }
-            Store::Redis(redis) => redis.route_through(proxy),
+        match self.side() {
+            Side::Sim(_) => Err("the simulated store has no connections to route".to_string()),
+            Side::Server(server) => server.route_through(proxy),
         }
     }
 
@@ -358,10 +390,9 @@ impl Store {
     /// database's other client backends, Redis's `CLIENT KILL TYPE normal
     /// SKIPME yes`); answers how many it ended.
     pub fn kill_connections(self) -> Result<u64, String> {
-        match self {
-            Store::Sim(_) => Err("the simulated store has no connections to end".to_string()),
-            Store::Postgres(pg) => pg.kill_connections(),
-            Store::Redis(redis) => redis.kill_connections(),
+        match self.side() {
+            Side::Sim(_) => Err("the simulated store has no connections to end".to_string()),
+            Side::Server(server) => server.kill_connections(),
         }
     }
 
@@ -369,23 +400,21 @@ impl Store {
     /// it: `Ok` once the server accepts connections and answers reads
     /// (after a restart, its recovery or loading done).
     pub fn reconnect_admin(self) -> Result<(), String> {
-        match self {
-            Store::Sim(_) => Ok(()),
-            Store::Postgres(pg) => pg.reconnect_admin(),
-            Store::Redis(redis) => redis.reconnect_admin(),
+        match self.side() {
+            Side::Sim(_) => Ok(()),
+            Side::Server(server) => server.reconnect_admin(),
         }
     }
 
     /// Ends the store once traffic has ended: the sim's thread stops; a real
     /// store's table is dropped, or its keys deleted.
     pub fn stop(self) -> Result<(), String> {
-        match self {
-            Store::Sim(sim) => {
+        match self.side() {
+            Side::Sim(sim) => {
                 sim.stop();
                 Ok(())
             }
-            Store::Postgres(pg) => pg.remove(),
-            Store::Redis(redis) => redis.remove(),
+            Side::Server(server) => server.books().reset(server.rows()),
         }
     }
 }

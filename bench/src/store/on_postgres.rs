@@ -22,7 +22,7 @@ use tokio_postgres::{Client, Config, NoTls};
 
 use super::conditional::{Books, Linked};
 use super::rows::Rows;
-use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
+use super::{admin_runtime, lock, Server, CONNECT_TIMEOUT};
 
 /// The table every system writes, through `ferry::entity`'s
 /// `PostgresStore` (with `{ENTITY_TABLE}_events`, unused here); a key's
@@ -86,33 +86,13 @@ impl PgStore {
             postmaster: Mutex::new(u32::try_from(backend).ok().and_then(postmaster_of)),
             admin: Mutex::new(Admin { runtime, client }),
         };
-        store.reset()?;
+        store.books.reset(&store.rows)?;
         Ok(store)
-    }
-
-    pub(super) fn keys(&self) -> u64 {
-        self.books.keys
-    }
-
-    pub(super) fn conflicts(&self) -> u64 {
-        self.books.conflicts()
     }
 
     /// A connection of the library's for batches.
     pub(super) async fn connect(&'static self) -> Result<Arc<Linked<PgConnection<u64>>>, String> {
         Linked::connect(self.entity_store()?, &self.books).await
-    }
-
-    /// Every key back to version 0 and value 0: the tables dropped (the
-    /// next connection makes them again), so no run inherits another's
-    /// rows or dead row versions.
-    pub(super) fn reset(&self) -> Result<(), String> {
-        self.books.reset(&self.rows)
-    }
-
-    /// Sums every row's version and value.
-    pub(super) fn contents(&self) -> Result<Contents, String> {
-        self.books.contents(&self.rows)
     }
 
     /// The `ferry::entity` store of every system: on [`ENTITY_TABLE`],
@@ -124,14 +104,19 @@ impl PgStore {
         ferry::entity::PostgresStore::from_config(config, ENTITY_TABLE)
             .map_err(|err| err.to_string())
     }
+}
 
-    /// Drops the tables.
-    pub(super) fn remove(&self) -> Result<(), String> {
-        self.reset()
+impl Server for PgStore {
+    fn books(&self) -> &Books {
+        &self.books
+    }
+
+    fn rows(&self) -> &Rows {
+        &self.rows
     }
 
     /// The server's host and port, from the URL.
-    pub(super) fn server_address(&self) -> Result<(String, u16), String> {
+    fn server_address(&self) -> Result<(String, u16), String> {
         let host = match (
             self.config.get_hostaddrs().first(),
             self.config.get_hosts().first(),
@@ -153,9 +138,8 @@ impl PgStore {
         ))
     }
 
-    /// Batches' connections made from now on go to `proxy` instead, with
-    /// the URL's user, password, database and options.
-    pub(super) fn route_through(&self, proxy: std::net::SocketAddr) {
+    /// With the URL's user, password, database and options.
+    fn route_through(&self, proxy: std::net::SocketAddr) -> Result<(), String> {
         let mut routed = Config::new();
         routed
             .host(proxy.ip().to_string())
@@ -177,11 +161,12 @@ impl PgStore {
             routed.application_name(name);
         }
         *lock(&self.routed) = Some(routed);
+        Ok(())
     }
 
     /// `pg_terminate_backend` of every other client backend of the
-    /// database; answers how many were ended.
-    pub(super) fn kill_connections(&self) -> Result<u64, String> {
+    /// database.
+    fn kill_connections(&self) -> Result<u64, String> {
         const KILL: &str = "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) \
                             FROM pg_stat_activity \
                             WHERE datname = current_database() AND pid <> pg_backend_pid() \
@@ -201,9 +186,8 @@ impl PgStore {
         Ok(ended as u64)
     }
 
-    /// A new connection of the store's own, in place of the old one once
-    /// it answers a query (after a restart: once recovery is over).
-    pub(super) fn reconnect_admin(&self) -> Result<(), String> {
+    /// Once it answers a query (after a restart: once recovery is over).
+    fn reconnect_admin(&self) -> Result<(), String> {
         let mut admin = lock(&self.admin);
         let client = admin.runtime.block_on(connect(&self.config, &self.shown))?;
         let backend: i32 = admin
@@ -217,7 +201,7 @@ impl PgStore {
     }
 
     /// The postmaster's CPU time with its children's, from `/proc`.
-    pub(super) fn server_cpu_time(&self) -> Option<Duration> {
+    fn server_cpu_time(&self) -> Option<Duration> {
         let postmaster = (*lock(&self.postmaster))?;
         let own = ProcStat::read(postmaster)?;
         let mut ticks = own.utime + own.stime + own.cutime + own.cstime;

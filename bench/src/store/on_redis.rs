@@ -19,7 +19,7 @@ use redis::{AsyncConnectionConfig, Client, ConnectionAddr};
 
 use super::conditional::{Books, Linked};
 use super::rows::Rows;
-use super::{admin_runtime, lock, Contents, CONNECT_TIMEOUT};
+use super::{admin_runtime, lock, Server, CONNECT_TIMEOUT};
 
 /// The prefix of every key the systems write, through `ferry::entity`'s
 /// `RedisStore`: key `k` is the string `ferry-load-entity:{k}`, its row
@@ -73,16 +73,8 @@ impl RedisStore {
                 connection,
             }),
         };
-        store.reset()?;
+        store.books.reset(&store.rows)?;
         Ok(store)
-    }
-
-    pub(super) fn keys(&self) -> u64 {
-        self.books.keys
-    }
-
-    pub(super) fn conflicts(&self) -> u64 {
-        self.books.conflicts()
     }
 
     /// A connection of the library's for batches.
@@ -92,8 +84,27 @@ impl RedisStore {
         Linked::connect(self.entity_store()?, &self.books).await
     }
 
+    /// The `ferry::entity` store of every system, under
+    /// [`ENTITY_PREFIX`], through `--fault`'s proxy once routed.
+    pub(super) fn entity_store(&self) -> Result<ferry::entity::RedisStore, String> {
+        let client = lock(&self.routed)
+            .clone()
+            .unwrap_or_else(|| self.client.clone());
+        ferry::entity::RedisStore::from_client(client, ENTITY_PREFIX).map_err(|err| err.to_string())
+    }
+}
+
+impl Server for RedisStore {
+    fn books(&self) -> &Books {
+        &self.books
+    }
+
+    fn rows(&self) -> &Rows {
+        &self.rows
+    }
+
     /// The server's host and port, from the URL.
-    pub(super) fn server_address(&self) -> Result<(String, u16), String> {
+    fn server_address(&self) -> Result<(String, u16), String> {
         match self.client.get_connection_info().addr() {
             ConnectionAddr::Tcp(host, port) => Ok((host.clone(), *port)),
             _ => Err(format!(
@@ -103,9 +114,8 @@ impl RedisStore {
         }
     }
 
-    /// Batches' connections made from now on go to `proxy` instead, with
-    /// the URL's database and credentials.
-    pub(super) fn route_through(&self, proxy: std::net::SocketAddr) -> Result<(), String> {
+    /// With the URL's database and credentials.
+    fn route_through(&self, proxy: std::net::SocketAddr) -> Result<(), String> {
         let info = self
             .client
             .get_connection_info()
@@ -117,9 +127,8 @@ impl RedisStore {
         Ok(())
     }
 
-    /// `CLIENT KILL TYPE normal SKIPME yes`: every client connection but
-    /// the store's own; answers how many were ended.
-    pub(super) fn kill_connections(&self) -> Result<u64, String> {
+    /// `CLIENT KILL TYPE normal SKIPME yes`.
+    fn kill_connections(&self) -> Result<u64, String> {
         let mut admin = lock(&self.admin);
         let Admin {
             runtime,
@@ -139,9 +148,8 @@ impl RedisStore {
         Ok(ended)
     }
 
-    /// A new connection of the store's own, in place of the old one once
-    /// it answers a read (after a restart: once the data is loaded).
-    pub(super) fn reconnect_admin(&self) -> Result<(), String> {
+    /// Once it answers a read (after a restart: once the data is loaded).
+    fn reconnect_admin(&self) -> Result<(), String> {
         let mut admin = lock(&self.admin);
         let mut connection = admin.runtime.block_on(connect(&self.client, &self.shown))?;
         let _: Option<Vec<u8>> = admin
@@ -156,33 +164,8 @@ impl RedisStore {
         Ok(())
     }
 
-    /// Every key back to version 0 and value 0: every key under
-    /// [`ENTITY_PREFIX`] deleted, a crashed run's too.
-    pub(super) fn reset(&self) -> Result<(), String> {
-        self.books.reset(&self.rows)
-    }
-
-    /// Sums every row's version and value.
-    pub(super) fn contents(&self) -> Result<Contents, String> {
-        self.books.contents(&self.rows)
-    }
-
-    /// The `ferry::entity` store of every system, under
-    /// [`ENTITY_PREFIX`], through `--fault`'s proxy once routed.
-    pub(super) fn entity_store(&self) -> Result<ferry::entity::RedisStore, String> {
-        let client = lock(&self.routed)
-            .clone()
-            .unwrap_or_else(|| self.client.clone());
-        ferry::entity::RedisStore::from_client(client, ENTITY_PREFIX).map_err(|err| err.to_string())
-    }
-
-    /// Deletes every row.
-    pub(super) fn remove(&self) -> Result<(), String> {
-        self.reset()
-    }
-
     /// `used_cpu_sys` plus `used_cpu_user` of `INFO cpu`.
-    pub(super) fn server_cpu_time(&self) -> Option<Duration> {
+    fn server_cpu_time(&self) -> Option<Duration> {
         let mut admin = lock(&self.admin);
         let Admin {
             runtime,
