@@ -249,9 +249,9 @@ impl Comparison {
 /// how many times over (`compare`'s and `unkeyed`'s).
 #[derive(Clone, Debug, Args)]
 pub struct ListArgs {
-    /// Run the systems with shards (ferry's, batcher) once per shard count
-    /// in this list, e.g. 1,2,4; the other systems run once. Overrides
-    /// --shards
+    /// Run the sharded systems (ferry, ferry-trips and ferry-withdraw;
+    /// unkeyed, batcher) once per shard count in this list, e.g. 1,2,4; the
+    /// other systems run once. Overrides --shards
     #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
     pub sweep_shards: Vec<usize>,
 
